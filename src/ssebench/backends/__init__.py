@@ -1,0 +1,58 @@
+"""The backend registry: every backend, built-in or not, is an entry point of the group
+`ssebench.backends`, so there is one code path. Only the backend asked for is loaded."""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import EntryPoint, entry_points
+
+from ssebench.errors import UserError
+from ssebench.extensions import Backend
+
+GROUP = "ssebench.backends"
+DEFAULT_BACKEND = "docker"
+BACKEND_VARIABLE = "SSEBENCH_BACKEND"
+
+
+def _entry_points() -> dict[str, EntryPoint]:
+    found: dict[str, EntryPoint] = {}
+    for entry_point in entry_points(group=GROUP):
+        found.setdefault(entry_point.name, entry_point)
+    return found
+
+
+def installed_backends() -> list[str]:
+    return sorted(_entry_points())
+
+
+def selected_backend_name(option: str | None) -> str:
+    """--backend, else SSEBENCH_BACKEND, else docker."""
+    return option or os.environ.get(BACKEND_VARIABLE) or DEFAULT_BACKEND
+
+
+def load_backend(name: str) -> Backend:
+    """Create the backend registered as name. Raises UserError naming what went wrong."""
+    entry_point = _entry_points().get(name)
+    if entry_point is None:
+        installed = ", ".join(installed_backends()) or "none"
+        raise UserError(f"Unknown backend {name!r}; installed backends: {installed}")
+    try:
+        backend_class = entry_point.load()
+    except ImportError as error:
+        raise UserError(
+            f"Backend {name!r} ({entry_point.value}) failed to import: {error}"
+        ) from None
+    except Exception as error:  # a broken plugin must not take the CLI down with it
+        raise UserError(
+            f"Backend {name!r} ({entry_point.value}) failed to load: "
+            f"{type(error).__name__}: {error}"
+        ) from None
+    if not (isinstance(backend_class, type) and issubclass(backend_class, Backend)):
+        raise UserError(
+            f"Backend {name!r} ({entry_point.value}) is not a subclass of "
+            "ssebench.extensions.Backend"
+        )
+    backend = backend_class()
+    if not backend.name:
+        backend.name = name
+    return backend

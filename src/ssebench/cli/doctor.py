@@ -1,0 +1,146 @@
+"""`ssebench doctor`: what runs need on this machine, for the selected backend.
+
+One line per check, with the fix; exit 1 when a required check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ssebench.backends import load_backend, selected_backend_name
+from ssebench.cli.output import print_json
+from ssebench.cli.run import MODEL_KEY_VARIABLE, MODEL_URL_VARIABLE
+from ssebench.errors import SsebenchError
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    required: bool
+    detail: str
+    fix: str = ""
+
+
+def _command(argv: list[str], timeout: float = 15) -> tuple[bool, str]:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return False, type(error).__name__
+    output = (done.stdout.strip() or done.stderr.strip()).splitlines()
+    return done.returncode == 0, output[-1] if output else ""
+
+
+def docker_checks() -> list[Check]:
+    if shutil.which("docker") is None:
+        return [
+            Check(
+                "docker CLI",
+                False,
+                True,
+                "not on PATH",
+                "install Docker: sudo apt-get install docker.io",
+            )
+        ]
+    checks = [Check("docker CLI", True, True, shutil.which("docker") or "")]
+    ok, detail = _command(["docker", "version", "--format", "{{.Server.Version}}"])
+    checks.append(
+        Check(
+            "docker daemon",
+            ok,
+            True,
+            f"server {detail}" if ok else detail,
+            "" if ok else "start it: sudo dockerd (or systemctl start docker), or set DOCKER_HOST",
+        )
+    )
+    buildx, detail = _command(["docker", "buildx", "version"])
+    checks.append(
+        Check(
+            "docker buildx",
+            buildx,
+            False,
+            detail if buildx else "not installed",
+            ""
+            if buildx
+            else "optional: ssebench falls back to the classic "
+            "docker build; install the buildx plugin for BuildKit builds",
+        )
+    )
+    return checks
+
+
+def kubernetes_checks() -> list[Check]:
+    kubectl = shutil.which("kubectl")
+    client = importlib.util.find_spec("kubernetes") is not None
+    return [
+        Check(
+            "kubectl",
+            kubectl is not None,
+            False,
+            kubectl or "not on PATH",
+            "" if kubectl else "install kubectl to use runs exec",
+        ),
+        Check(
+            "kubernetes client",
+            client,
+            True,
+            "installed" if client else "missing",
+            "" if client else "pip install 'ssebench[kubernetes]'",
+        ),
+    ]
+
+
+BACKEND_CHECKS: dict[str, Callable[[], list[Check]]] = {
+    "docker": docker_checks,
+    "kubernetes": kubernetes_checks,
+}
+
+
+def model_checks() -> list[Check]:
+    return [
+        Check(
+            variable,
+            bool(os.environ.get(variable)),
+            True,
+            "set" if os.environ.get(variable) else "not set",
+            "" if os.environ.get(variable) else f"export {variable}=... for runs with --model",
+        )
+        for variable in (MODEL_URL_VARIABLE, MODEL_KEY_VARIABLE)
+    ]
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("doctor", help="check what runs need on this machine")
+    parser.add_argument("--backend", help="as for ssebench run; also $SSEBENCH_BACKEND")
+    parser.add_argument("--model", action="store_true", help="also check what model runs need")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(handler=doctor_command)
+
+
+def doctor_command(arguments: argparse.Namespace) -> int:
+    name = selected_backend_name(arguments.backend)
+    checks: list[Check] = []
+    try:
+        load_backend(name)
+        checks.append(Check("backend", True, True, name))
+    except SsebenchError as error:
+        checks.append(Check("backend", False, True, str(error), "ssebench doctor --backend NAME"))
+    checks += BACKEND_CHECKS.get(name, list)()
+    if arguments.model:
+        checks += model_checks()
+    failed = any(check.required and not check.ok for check in checks)
+    if arguments.json:
+        print_json({"backend": name, "ok": not failed, "checks": [asdict(c) for c in checks]})
+    else:
+        for check in checks:
+            mark = "ok  " if check.ok else ("FAIL" if check.required else "warn")
+            fix = f"  -> {check.fix}" if check.fix else ""
+            print(f"{mark}  {check.name}: {check.detail}{fix}")
+    return 1 if failed else 0

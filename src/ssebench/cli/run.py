@@ -1,0 +1,161 @@
+"""`ssebench run`: one task, one agent, one model, on one backend."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ssebench.agents import load_agent
+from ssebench.backends import load_backend, selected_backend_name
+from ssebench.errors import UserError
+from ssebench.extensions import Egress
+from ssebench.results import check_run_id, new_run_id
+from ssebench.runner import Runner, RunSettings, StopRequest, stop_on_signals
+from ssebench.tasks.dataset import resolve_dataset
+
+PREBUILT_VARIABLE = "SSEBENCH_PREBUILT"
+EGRESS_VARIABLE = "SSEBENCH_EGRESS"
+REGISTRY_VARIABLE = "SSEBENCH_REGISTRY"
+DEFAULT_REGISTRY = "ssebench"
+# Read from the caller's environment, never from the command line (argv is public).
+MODEL_URL_VARIABLE = "SSEBENCH_MODEL_BASE_URL"
+MODEL_KEY_VARIABLE = "SSEBENCH_MODEL_API_KEY"
+
+
+def add_dataset_options(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--local",
+        metavar="DIR",
+        help="a dataset folder (default: $SSEBENCH_DATASET or ./datasets/pilot)",
+    )
+    source.add_argument("--catalog", metavar="URL", help="a task catalog service")
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run one agent on one task and grade it",
+        description="Run one agent on one task in a container, grade the patch it leaves, "
+        "and record the run under --results.",
+    )
+    parser.add_argument("--task", required=True, help="the task ID")
+    parser.add_argument("--agent", required=True, help="the agent (reference, dummy, ...)")
+    parser.add_argument("--model", help="the model; optional for agents that need none")
+    add_dataset_options(parser)
+    parser.add_argument(
+        "--backend", help="docker (default), kubernetes, or an extension; also $SSEBENCH_BACKEND"
+    )
+    parser.add_argument(
+        "--prebuilt",
+        action="store_true",
+        help="use published images, build nothing (also SSEBENCH_PREBUILT=1)",
+    )
+    parser.add_argument(
+        "--build", action="store_true", help="rebuild the image layers even when cached"
+    )
+    parser.add_argument("--mode", choices=("sandbox", "sidecar"), default="sandbox")
+    parser.add_argument("--run-id", help="the run's ID (default: YYYYMMDD-HHMMSS-<hex>)")
+    parser.add_argument(
+        "--timeout", type=int, default=3600, help="seconds the agent may run (default 3600)"
+    )
+    parser.add_argument(
+        "--difficulty",
+        type=int,
+        choices=(1, 2, 3),
+        default=2,
+        help="which daemon tools the agent gets: 1 build+tests, 2 build, 3 none",
+    )
+    parser.add_argument(
+        "--egress",
+        choices=("restricted", "open"),
+        help="restricted (default): the proxy only; open: internet too (also $SSEBENCH_EGRESS)",
+    )
+    parser.add_argument(
+        "--keep-container",
+        action="store_true",
+        help="leave containers and volumes when the run ends",
+    )
+    parser.add_argument(
+        "--keep-alive",
+        action="store_true",
+        help="after grading, the container waits to be stopped "
+        "(ssebench runs stop) so it can be inspected",
+    )
+    parser.add_argument("--platform", help="linux/<arch> of the images and containers")
+    parser.add_argument("--require-pass", action="store_true", help="exit 1 unless the run passed")
+    parser.add_argument(
+        "--results",
+        default="results",
+        metavar="DIR",
+        help="where run directories go (default ./results)",
+    )
+    parser.set_defaults(handler=run_command)
+
+
+def _settings(arguments: argparse.Namespace, backend_name: str, builds: bool) -> RunSettings:
+    prebuilt = arguments.prebuilt or os.environ.get(PREBUILT_VARIABLE, "") in ("1", "true")
+    if prebuilt and arguments.build:
+        raise UserError("--prebuilt excludes --build: prebuilt images are used as published")
+    if not prebuilt and not builds:
+        raise UserError(
+            f"The {backend_name} backend cannot build images; pass --prebuilt to use images "
+            f"published under ${REGISTRY_VARIABLE}"
+        )
+    egress_name = arguments.egress or os.environ.get(EGRESS_VARIABLE) or "restricted"
+    if egress_name not in ("restricted", "open"):
+        raise UserError(f"${EGRESS_VARIABLE} must be restricted or open, not {egress_name!r}")
+    egress: Egress = "open" if egress_name == "open" else "restricted"
+    if arguments.timeout <= 0:
+        raise UserError("--timeout must be a positive number of seconds")
+    if arguments.platform and not arguments.platform.startswith("linux/"):
+        raise UserError("--platform must look like linux/<arch>, e.g. linux/amd64")
+    run_id = check_run_id(arguments.run_id) if arguments.run_id else new_run_id()
+    agent = load_agent(arguments.agent)
+    if agent.needs_model and not arguments.model:
+        raise UserError(f"The {agent.name} agent needs a model: pass --model NAME")
+    task = resolve_dataset(arguments.local, arguments.catalog).task(arguments.task)
+    model_env = {}
+    if arguments.model:
+        model_env = {
+            "SSE_BASE_URL": os.environ.get(MODEL_URL_VARIABLE, ""),
+            "SSE_API_KEY": os.environ.get(MODEL_KEY_VARIABLE, ""),
+        }
+    return RunSettings(
+        task=task,
+        agent=agent,
+        model=arguments.model,
+        run_id=run_id,
+        results_root=Path(arguments.results).resolve(),
+        backend=backend_name,
+        mode=arguments.mode,
+        timeout=arguments.timeout,
+        difficulty=arguments.difficulty,
+        egress=egress,
+        keep=arguments.keep_container,
+        keep_alive=arguments.keep_alive,
+        platform=arguments.platform,
+        prebuilt=prebuilt,
+        rebuild=arguments.build,
+        registry=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY,
+        model_env=model_env,
+    )
+
+
+def run_command(arguments: argparse.Namespace) -> int:
+    backend_name = selected_backend_name(arguments.backend)
+    backend = load_backend(backend_name)
+    settings = _settings(arguments, backend_name, backend.builds_images)
+    runner = Runner(backend)
+    runner.say(f"preparing images for {settings.task.id} / {settings.agent.name}")
+    images = runner.prepare(settings)
+    stop = StopRequest()
+    with stop_on_signals(stop, sys.stderr):
+        outcome = runner.run(settings, images, stop)
+    print(f"{outcome.status}\t{outcome.run_dir}")
+    if arguments.require_pass and outcome.status != "passed":
+        return 1
+    return 0

@@ -1,0 +1,392 @@
+"""The public API for extension authors: what a backend receives, returns and raises.
+
+The runner describes a run as a RunSpec and drives a Backend through the methods below
+and nothing else; see docs/writing-a-backend.md. Everything that crosses the interface is
+a frozen dataclass. RunSpec.env holds the run's model key, so it is left out of every
+repr, and a backend must never put it into a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ssebench.errors import BackendError, ImageUnavailableError, UserError
+from ssebench.labels import RUN_ID
+
+__all__ = [
+    "ARCHIVE_TARGET",
+    "REFERENCE_PATCH_TARGET",
+    "RESULTS_TARGET",
+    "SOCKETS_TARGET",
+    "Backend",
+    "BackendError",
+    "Egress",
+    "ImageRequest",
+    "ImageUnavailableError",
+    "Images",
+    "Mode",
+    "Mount",
+    "MountKind",
+    "NetworkPolicy",
+    "ProxyEndpoint",
+    "RunHandle",
+    "RunInfo",
+    "RunSpec",
+    "RunState",
+    "SidecarPair",
+    "UserError",
+    "prebuilt_images",
+]
+
+Mode = Literal["sandbox", "sidecar"]
+MountKind = Literal["bind", "volume"]
+Egress = Literal["restricted", "open"]
+RunState = Literal["created", "running", "exited", "unknown"]
+
+# Where the container contract puts things (DESIGN.md, "The container contract").
+RESULTS_TARGET = "/var/lib/ssebench/results"
+ARCHIVE_TARGET = "/tmp/sse-archive"
+REFERENCE_PATCH_TARGET = "/reference/patch.diff"
+SOCKETS_TARGET = "/run/ssebench"
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A place in the container (target) and where its content comes from (source).
+
+    kind="bind": source is a path on the runner's host. A backend with no access to
+    that host does not use it as a path: it gives the container storage of its own at
+    the target and, for an artifact, the file's content, which read_content() returns
+    (the runner and the backend run in the same process, on the runner's host).
+    kind="volume": source is the name of a volume of the backend's platform.
+    """
+
+    target: str
+    source: str
+    kind: MountKind = "bind"
+    read_only: bool = False
+
+    def read_content(self) -> bytes:
+        """The bytes of a bind-mounted file, for backends that ship it themselves.
+
+        Raises UserError when the mount is a volume or the file cannot be read.
+        """
+        if self.kind != "bind":
+            raise UserError(f"Mount {self.target} is a volume; it has no file content to read")
+        try:
+            return Path(self.source).read_bytes()
+        except OSError as error:
+            raise UserError(
+                f"Cannot read {self.source} for {self.target}: {error.strerror}"
+            ) from None
+
+
+@dataclass(frozen=True)
+class NetworkPolicy:
+    """Where the run may connect to.
+
+    restricted: the LiteLLM proxy (proxy_host:proxy_port) and nothing else.
+    open: the proxy and the internet (--egress open).
+    """
+
+    egress: Egress = "restricted"
+    proxy_host: str | None = None
+    proxy_port: int | None = None
+
+
+@dataclass(frozen=True)
+class SidecarPair:
+    """The second container of a sidecar run and what the two share.
+
+    The environment container (environment_image) holds the task and the daemon; it
+    starts first and runs until the agent container (RunSpec.image) exits. Both mount
+    the two run-scoped volumes, the source tree (at source_dir) and the daemon's sockets,
+    plus the run directory and its archive. The agent container never mounts the task's
+    own files. run_id names the pair: both containers and both volumes carry it as the
+    ssebench.run label.
+    """
+
+    run_id: str
+    environment_image: str
+    source_dir: str
+    volumes: tuple[str, str]
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def source_volume(self) -> str:
+        return self.volumes[0]
+
+    @property
+    def sockets_volume(self) -> str:
+        return self.volumes[1]
+
+    def shared_env(self) -> dict[str, str]:
+        """The environment both containers get: the run's env plus the pair's layout."""
+        return {
+            **self.env,
+            "SSE_MODE": "sidecar",
+            "SSE_SOURCE_DIR": self.source_dir,
+            "SSE_SOCKETS_DIR": SOCKETS_TARGET,
+        }
+
+    def environment_env(self) -> dict[str, str]:
+        """What the environment container alone gets, on top of shared_env()."""
+        return {"SSE_SIDECAR_ROLE": "environment"}
+
+    def shared_mounts(self, results: Mount, archive: Mount) -> tuple[Mount, ...]:
+        """The four mounts both containers share: source tree, sockets, results, archive."""
+        return (
+            Mount(target=self.source_dir, source=self.source_volume, kind="volume"),
+            Mount(target=SOCKETS_TARGET, source=self.sockets_volume, kind="volume"),
+            results,
+            archive,
+        )
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a backend needs to carry out one run.
+
+    env holds a secret (the run's model key): it is not in repr, and a backend must not
+    log it or put it into an error message.
+    """
+
+    run_id: str
+    task_name: str
+    mode: Mode
+    image: str
+    results: Mount
+    archive: Mount
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    artifacts: tuple[Mount, ...] = ()
+    network: NetworkPolicy = field(default_factory=NetworkPolicy)
+    platform: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    timeout: int = 3600
+    keep: bool = False
+    sidecar: SidecarPair | None = None
+
+
+@dataclass(frozen=True)
+class RunHandle:
+    """What a backend needs to control a run again; returned by start and in RunInfo.
+
+    name is the platform's name of the object the run waits for (a container, a Job);
+    details carries backend-specific strings (a namespace, a container ID...).
+    """
+
+    backend: str
+    run_id: str
+    name: str
+    details: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """A run found by its labels, running or not."""
+
+    run_id: str
+    name: str
+    state: RunState
+    exit_code: int | None
+    image: str
+    labels: Mapping[str, str]
+    created_at: str | None
+    handle: RunHandle
+
+
+@dataclass(frozen=True)
+class ImageRequest:
+    """What prepare_images needs to know to make a run's images available.
+
+    task_dir is the task's folder on the runner's host (None with a catalog and
+    prebuilt); agent_dir is the agent's folder (its Dockerfile context).
+    """
+
+    task_id: str
+    dataset: str
+    agent: str
+    agent_version: str
+    mode: Mode = "sandbox"
+    prebuilt: bool = False
+    registry: str = "ssebench"
+    tool_version: str = "1"
+    platform: str | None = None
+    task_dir: Path | None = None
+    agent_dir: Path | None = None
+    rebuild: bool = False
+
+
+@dataclass(frozen=True)
+class Images:
+    """The images of a run: run is the one the run waits for; environment is the
+    environment container's image in sidecar mode, else None."""
+
+    run: str
+    environment: str | None = None
+
+
+@dataclass(frozen=True)
+class ProxyEndpoint:
+    """A backend's own LiteLLM proxy.
+
+    host_url: where ssebench run reaches it to create the run's key.
+    service_url: what the run's container gets as SSE_BASE_URL.
+    """
+
+    host_url: str
+    service_url: str
+
+
+def prebuilt_images(request: ImageRequest) -> Images:
+    """The published image names of a run (spec, "Prebuilt images").
+
+    sandbox: <registry>/agent-<agent>/<task-id>:<agent version>
+    sidecar: <registry>/agent-<agent>/sidecar:<agent version> (the agent container) and
+             <registry>/tool-sidecar/<task-id>:<tool version> (the environment container)
+    """
+    registry = request.registry.rstrip("/")
+    if request.mode == "sidecar":
+        return Images(
+            run=f"{registry}/agent-{request.agent}/sidecar:{request.agent_version}",
+            environment=f"{registry}/tool-sidecar/{request.task_id}:{request.tool_version}",
+        )
+    return Images(run=f"{registry}/agent-{request.agent}/{request.task_id}:{request.agent_version}")
+
+
+class Backend(abc.ABC):
+    """Carries out runs on a container platform.
+
+    A backend is created without arguments and holds no state between calls: what it
+    needs to control a run is in the RunHandle that start returns, and it finds runs
+    again by their labels. Messages of the errors it raises never contain RunSpec.env.
+    """
+
+    name: str = ""
+    builds_images: bool = False
+    supports_exec: bool = False
+
+    @abc.abstractmethod
+    def prepare_images(self, request: ImageRequest) -> Images:
+        """Make the run's images available and return their names.
+
+        With request.prebuilt, pull or check the published images (prebuilt_images);
+        otherwise build the layers. Raises UserError (or ImageUnavailableError) when a
+        layer fails to build or an image cannot be found.
+        """
+
+    @abc.abstractmethod
+    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+        """Copy the file at path out of image into dest without starting a run.
+
+        Raises RuntimeError on failure.
+        """
+
+    @abc.abstractmethod
+    def start(self, spec: RunSpec) -> RunHandle:
+        """Start the run and return once its containers exist.
+
+        From then on the container's output goes to this process's stdout and stderr as
+        it is written. Raises BackendError, and then nothing of the run is left behind.
+        """
+
+    @abc.abstractmethod
+    def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        """Wait for the container the run waits for to exit; return its exit status.
+
+        A stopped container ends with 128 plus the signal: 143 for the SIGTERM of stop.
+        Raises TimeoutError when timeout seconds pass first (None waits for ever), and
+        BackendError when the run cannot be watched.
+        """
+
+    @abc.abstractmethod
+    def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
+        """Yield the container's output, stdout and stderr together, a line at a time.
+
+        With follow, until the container exits. Raises BackendError.
+        """
+
+    @abc.abstractmethod
+    def collect_results(self, handle: RunHandle, dest: Path) -> None:
+        """Put the run's results into dest, the run directory, once the container exited.
+
+        dest already holds the runner's skeleton (archive/ and an empty result.json);
+        the files the container wrote replace it. Raises BackendError.
+        """
+
+    @abc.abstractmethod
+    def stop(self, handle: RunHandle, grace: float) -> None:
+        """Ask the run's containers to stop; kill them after grace seconds.
+
+        Safe to call at any time, also before the container has started, and twice.
+        """
+
+    @abc.abstractmethod
+    def cleanup(self, handle: RunHandle) -> None:
+        """Remove what the run left: containers, volumes, other objects. Best effort:
+        never raises for what is already gone. Does nothing for a run started with keep.
+        """
+
+    @abc.abstractmethod
+    def list_runs(self, labels: Mapping[str, str]) -> list[RunInfo]:
+        """The runs that carry every label in labels, running or not.
+
+        Raises BackendError when the platform cannot be asked.
+        """
+
+    def inspect_run(self, run_id: str) -> RunInfo | None:
+        """The run with that ssebench.run-id label, or None.
+
+        Raises BackendError when several runs carry the ID (the caller must choose).
+        """
+        runs = self.list_runs({RUN_ID: run_id})
+        if not runs:
+            return None
+        if len(runs) > 1:
+            raise BackendError(
+                f"{len(runs)} runs have the ID {run_id!r}", backend=self.name, run_id=run_id
+            )
+        return runs[0]
+
+    def endpoint(self, handle: RunHandle, port: int) -> str:
+        """http://host:port at which this machine reaches port of the run's container.
+
+        The URL stays valid after this process exits and carries no credentials.
+        Raises BackendError when the run is not running or the backend cannot do it.
+        """
+        raise BackendError(
+            f"The {self.name or type(self).__name__} backend cannot reach a run's ports",
+            backend=self.name,
+            run_id=handle.run_id,
+        )
+
+    def exec_argv(
+        self,
+        handle: RunHandle,
+        command: Sequence[str],
+        *,
+        user: str | None = None,
+        workdir: str | None = None,
+        tty: bool = False,
+        stdin: bool = False,
+        env_names: Sequence[str] = (),
+    ) -> list[str]:
+        """The argument vector of a local command that runs command in the container.
+
+        command reaches the container as separate arguments, never through a shell.
+        env_names are passed by name: the container gets the caller's values, which
+        never appear in the vector. Raises BackendError when not supported.
+        """
+        raise BackendError(
+            f"The {self.name or type(self).__name__} backend cannot run commands in a run",
+            backend=self.name,
+            run_id=handle.run_id,
+        )
+
+    def proxy(self) -> ProxyEndpoint | None:
+        """The backend's own LiteLLM proxy, or None for the local Compose stack."""
+        return None

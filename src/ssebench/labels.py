@@ -1,0 +1,43 @@
+"""Label keys that tools use to find runs (spec, "Labels").
+
+Every run the runner starts carries WEBUI=true, which is what `ssebench runs list`
+selects on; the sidecar pair's containers and volumes also carry PAIR.
+"""
+
+from __future__ import annotations
+
+RUN_ID = "ssebench.run-id"
+WEBUI = "ssebench.webui"
+TASK_ID = "ssebench.task-id"
+MODEL = "ssebench.model"
+AGENT = "ssebench.agent"
+RESULTS = "ssebench.results"
+REFERENCE_RUN = "ssebench.reference-run"
+PAIR = "ssebench.run"
+# When the run must end by itself even if its runner died (Unix time, seconds).
+DEADLINE = "ssebench.deadline"
+
+LISTED_RUNS = {WEBUI: "true"}
+
+
+def run_labels(
+    *, run_id: str, task_id: str, model: str, agent: str, results: str, reference_run: bool
+) -> dict[str, str]:
+    """The labels of the container the web UI lists."""
+    labels = {
+        RUN_ID: run_id,
+        WEBUI: "true",
+        TASK_ID: task_id,
+        MODEL: model,
+        AGENT: agent,
+        RESULTS: results,
+    }
+    if reference_run:
+        labels[REFERENCE_RUN] = "true"
+    return labels
+
+
+def matches(labels: dict[str, str] | None, selector: dict[str, str]) -> bool:
+    """True when labels carry every key of selector with the same value."""
+    labels = labels or {}
+    return all(labels.get(key) == value for key, value in selector.items())

@@ -1,0 +1,344 @@
+"""One run's lifecycle (spec, "What the runner does around it").
+
+prepare_images -> run directory -> reference patch -> start -> wait -> collect_results
+-> cleanup -> record. cleanup runs also when wait is interrupted or raises, and the run
+is recorded (summary.json, and result.json with "config") in every case once its run
+directory exists: also when the container failed, was stopped, or left no grade.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+from ssebench import labels
+from ssebench.agents import Agent
+from ssebench.errors import SsebenchError
+from ssebench.extensions import (
+    ARCHIVE_TARGET,
+    REFERENCE_PATCH_TARGET,
+    RESULTS_TARGET,
+    Backend,
+    Egress,
+    ImageRequest,
+    Images,
+    Mode,
+    Mount,
+    NetworkPolicy,
+    RunHandle,
+    RunSpec,
+)
+from ssebench.results import (
+    NO_MODEL,
+    NO_RESULT_MESSAGE,
+    RunDirectory,
+    utc_now,
+    write_json,
+)
+from ssebench.tasks import Task
+
+# Where the case image keeps the reference patch (docs/image-layers.md).
+IMAGE_REFERENCE_PATCH = "/ssebench/task/reference.patch"
+REFERENCE_PATCH_COPY = "reference.patch"
+STOP_GRACE_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What the user asked for: one task, one agent, one model, and how to run it.
+
+    model_env holds the run's model key and proxy URL (secret: not in repr).
+    """
+
+    task: Task
+    agent: Agent
+    model: str | None
+    run_id: str
+    results_root: Path
+    backend: str
+    mode: Mode = "sandbox"
+    timeout: int = 3600
+    difficulty: int = 2
+    egress: Egress = "restricted"
+    keep: bool = False
+    keep_alive: bool = False
+    platform: str | None = None
+    prebuilt: bool = False
+    rebuild: bool = False
+    registry: str = "ssebench"
+    tool_version: str = "1"
+    model_env: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def model_label(self) -> str:
+        return self.model or NO_MODEL
+
+    def image_request(self) -> ImageRequest:
+        return ImageRequest(
+            task_id=self.task.id,
+            dataset=self.task.dataset,
+            agent=self.agent.name,
+            agent_version=self.agent.version,
+            mode=self.mode,
+            prebuilt=self.prebuilt,
+            registry=self.registry,
+            tool_version=self.tool_version,
+            platform=self.platform,
+            task_dir=self.task.path,
+            agent_dir=self.agent.path,
+            rebuild=self.rebuild,
+        )
+
+    def config(self) -> dict[str, Any]:
+        """The run's settings as result.json and summary.json record them."""
+        return {
+            "task": self.task.id,
+            "dataset": self.task.dataset,
+            "agent": self.agent.name,
+            "agent_version": self.agent.version,
+            "model": self.model_label,
+            "mode": self.mode,
+            "timeout": self.timeout,
+            "difficulty": self.difficulty,
+            "egress": self.egress,
+            "backend": self.backend,
+            "prebuilt": self.prebuilt,
+            "reference_run": self.agent.is_reference,
+            "keep": self.keep,
+            "platform": self.platform,
+        }
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_dir: Path
+    summary: dict[str, Any]
+
+    @property
+    def status(self) -> str:
+        return str(self.summary["status"])
+
+
+class StopRequest:
+    """Turns the first SIGTERM/SIGINT during a run into backend.stop, once.
+
+    The stop runs in a thread so the main thread keeps waiting for the container,
+    which then exits (143) and is recorded as usual.
+    """
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self._lock = threading.Lock()
+        self._backend: Backend | None = None
+        self._handle: RunHandle | None = None
+        self._stopping = False
+
+    def attach(self, backend: Backend, handle: RunHandle) -> None:
+        with self._lock:
+            self._backend, self._handle = backend, handle
+        if self.requested.is_set():
+            self._stop_in_background()
+
+    def request(self) -> None:
+        self.requested.set()
+        self._stop_in_background()
+
+    def _stop_in_background(self) -> None:
+        with self._lock:
+            if self._stopping or self._backend is None or self._handle is None:
+                return
+            self._stopping = True
+            backend, handle = self._backend, self._handle
+        threading.Thread(
+            target=backend.stop, args=(handle, STOP_GRACE_SECONDS), daemon=True
+        ).start()
+
+
+@contextmanager
+def stop_on_signals(stop: StopRequest, out: TextIO) -> Iterator[None]:
+    """First SIGTERM or SIGINT: stop the run and record it. Second: end the process."""
+    received = 0
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        nonlocal received
+        received += 1
+        if received > 1:
+            out.write("ssebench: second signal, exiting now\n")
+            out.flush()
+            raise SystemExit(128 + signum)
+        out.write(f"ssebench: {signal.Signals(signum).name}: stopping the run\n")
+        out.flush()
+        stop.request()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class Runner:
+    """Drives a Backend through one run. Holds no run state between runs."""
+
+    def __init__(self, backend: Backend, *, out: TextIO | None = None) -> None:
+        self.backend = backend
+        self.out = out or sys.stderr
+
+    def say(self, message: str) -> None:
+        self.out.write(f"ssebench: {message}\n")
+        self.out.flush()
+
+    def prepare(self, settings: RunSettings) -> Images:
+        return self.backend.prepare_images(settings.image_request())
+
+    def run(
+        self, settings: RunSettings, images: Images, stop: StopRequest | None = None
+    ) -> RunOutcome:
+        """Carry out the run and record it. Raises the backend's error after recording."""
+        stop = stop or StopRequest()
+        started_at, started = utc_now(), time.monotonic()
+        run_dir = RunDirectory.for_run(
+            settings.results_root,
+            task=settings.task.id,
+            model=settings.model,
+            agent=settings.agent.name,
+            run_id=settings.run_id,
+        )
+        run_dir.create()
+        self.say(f"run {settings.run_id}: {run_dir.path}")
+        exit_code: int | None = None
+        failure: BaseException | None = None
+        handle: RunHandle | None = None
+        timings: dict[str, float] = {}
+        try:
+            spec = self._spec(settings, images, run_dir)
+            handle = self.backend.start(spec)
+            stop.attach(self.backend, handle)
+            running = time.monotonic()
+            exit_code = self.backend.wait(handle, None)
+            timings["container"] = round(time.monotonic() - running, 3)
+            collecting = time.monotonic()
+            self.backend.collect_results(handle, run_dir.path)
+            timings["collect_results"] = round(time.monotonic() - collecting, 3)
+        except BaseException as error:  # recorded below, then raised again
+            failure = error
+        finally:
+            if handle is not None:
+                self._cleanup(handle)
+        timings["total"] = round(time.monotonic() - started, 3)
+        summary = self._record(
+            settings,
+            run_dir,
+            images,
+            exit_code=exit_code,
+            stopped=stop.requested.is_set(),
+            failure=failure,
+            started_at=started_at,
+            timings=timings,
+        )
+        if failure is not None:
+            raise failure
+        return RunOutcome(run_dir=run_dir.path, summary=summary)
+
+    def _cleanup(self, handle: RunHandle) -> None:
+        try:
+            self.backend.cleanup(handle)
+        except Exception as error:  # best effort, as the interface says; never mask the run
+            self.say(f"cleanup of {handle.run_id} failed: {type(error).__name__}: {error}")
+
+    def _spec(self, settings: RunSettings, images: Images, run_dir: RunDirectory) -> RunSpec:
+        artifacts: tuple[Mount, ...] = ()
+        if settings.agent.is_reference:
+            patch = run_dir.path / REFERENCE_PATCH_COPY
+            self.backend.copy_from_image(
+                images.run, IMAGE_REFERENCE_PATCH, patch, settings.platform
+            )
+            artifacts = (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
+        env = {
+            "SSE_MODEL_NAME": settings.model_label,
+            "SSE_DIFFICULTY": str(settings.difficulty),
+            "TIMEOUT": str(settings.timeout),
+            "SSE_RESULTS": RESULTS_TARGET,
+            "SSE_ARCHIVE": ARCHIVE_TARGET,
+            "SSE_RUN_ID": settings.run_id,
+            **settings.model_env,
+        }
+        if settings.keep_alive:
+            env["SSE_KEEP_ALIVE"] = "1"
+        return RunSpec(
+            run_id=settings.run_id,
+            task_name=settings.task.id,
+            mode=settings.mode,
+            image=images.run,
+            env=env,
+            results=Mount(target=RESULTS_TARGET, source=str(run_dir.path)),
+            archive=Mount(target=ARCHIVE_TARGET, source=str(run_dir.archive)),
+            artifacts=artifacts,
+            network=NetworkPolicy(egress=settings.egress),
+            platform=settings.platform,
+            labels=labels.run_labels(
+                run_id=settings.run_id,
+                task_id=settings.task.id,
+                model=settings.model_label,
+                agent=settings.agent.name,
+                results=str(run_dir.path),
+                reference_run=settings.agent.is_reference,
+            ),
+            timeout=settings.timeout,
+            keep=settings.keep,
+        )
+
+    def _record(
+        self,
+        settings: RunSettings,
+        run_dir: RunDirectory,
+        images: Images,
+        *,
+        exit_code: int | None,
+        stopped: bool,
+        failure: BaseException | None,
+        started_at: str,
+        timings: dict[str, float],
+    ) -> dict[str, Any]:
+        grade = run_dir.read_result()
+        config = settings.config()
+        if grade is None:
+            message = NO_RESULT_MESSAGE
+            if isinstance(failure, SsebenchError):
+                message = f"{NO_RESULT_MESSAGE} ({failure})"
+            elif isinstance(failure, KeyboardInterrupt):
+                message = f"{NO_RESULT_MESSAGE} (interrupted)"
+            elif failure is not None:
+                message = f"{NO_RESULT_MESSAGE} ({type(failure).__name__})"
+            grade = {"status": "error", "error_msg": message}
+        write_json(run_dir.result_file, {**grade, "config": config})
+        summary = {
+            "schema": 1,
+            "run_id": settings.run_id,
+            "task": settings.task.id,
+            "config": config,
+            "images": {"run": images.run, "environment": images.environment},
+            "status": grade["status"],
+            "error_msg": grade.get("error_msg"),
+            "grade": {key: value for key, value in grade.items() if key != "config"},
+            "exit_code": exit_code,
+            "stopped": stopped,
+            "started_at": started_at,
+            "finished_at": utc_now(),
+            "durations": timings,
+            "spend": None,
+        }
+        write_json(run_dir.summary_file, summary)
+        verdict = summary["status"]
+        detail = f" ({summary['error_msg']})" if summary["error_msg"] else ""
+        self.say(f"run {settings.run_id}: {verdict}{detail}, exit {exit_code}")
+        return summary

@@ -1,0 +1,160 @@
+"""One task: a folder with task.yaml, the project's source (repo/), the hidden
+fail-to-pass tests (hidden/) and the reference patch (reference.patch).
+
+See docs/adding-a-task.md for the format a task author writes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ssebench.errors import TaskError
+
+TASK_FILE = "task.yaml"
+SOURCE_FOLDER = "repo"
+HIDDEN_FOLDER = "hidden"
+REFERENCE_PATCH = "reference.patch"
+DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
+LANGUAGES = ("python", "c", "go", "rust", "java", "javascript", "shell")
+TASK_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
+PACKAGE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task as its task.yaml describes it, plus where it lives on this machine."""
+
+    id: str
+    project: str
+    language: str
+    description: str
+    source_dir: str
+    prompt: str
+    build: str
+    test: str
+    hidden_test: str
+    packages: tuple[str, ...]
+    base_image: str
+    dataset: str
+    path: Path
+
+    @property
+    def reference_patch(self) -> Path:
+        return self.path / REFERENCE_PATCH
+
+    def container_metadata(self) -> dict[str, str]:
+        """What the in-container runtime reads as /ssebench/task/task.json."""
+        return {
+            "id": self.id,
+            "project": self.project,
+            "language": self.language,
+            "source_dir": self.source_dir,
+            "prompt": self.prompt,
+            "build": self.build,
+            "test": self.test,
+            "hidden_test": self.hidden_test,
+            "dataset": self.dataset,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """The metadata listed by `ssebench tasks list --json` and the manifest."""
+        return {
+            "id": self.id,
+            "project": self.project,
+            "language": self.language,
+            "description": self.description,
+            "source_dir": self.source_dir,
+            "packages": list(self.packages),
+            "base_image": self.base_image,
+        }
+
+
+def _text(data: dict[str, Any], key: str, file: Path, *, required: bool = True) -> str:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise TaskError(f"{file}: field '{key}' is missing", path=str(file), field=key)
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise TaskError(
+            f"{file}: field '{key}' must be a non-empty string", path=str(file), field=key
+        )
+    return value
+
+
+def load_task(folder: Path, dataset: str = "local") -> Task:
+    """Read and check one task folder. Raises TaskError naming the file and field."""
+    file = folder / TASK_FILE
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TaskError(f"{file}: no such file; a task folder needs a task.yaml") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise TaskError(f"{file}: not valid YAML{where}", path=str(file)) from None
+    if not isinstance(data, dict):
+        raise TaskError(f"{file}: must be a mapping of fields", path=str(file))
+
+    task_id = _text(data, "id", file)
+    if not TASK_ID_PATTERN.match(task_id):
+        raise TaskError(
+            f"{file}: field 'id' must be 1-48 of [a-z0-9-], starting with a letter or digit",
+            path=str(file),
+            field="id",
+        )
+    if task_id != folder.name:
+        raise TaskError(
+            f"{file}: field 'id' is {task_id!r} but the folder is {folder.name!r}; make them equal",
+            path=str(file),
+            field="id",
+        )
+    language = _text(data, "language", file)
+    if language not in LANGUAGES:
+        raise TaskError(
+            f"{file}: field 'language' must be one of {', '.join(LANGUAGES)}",
+            path=str(file),
+            field="language",
+        )
+    source_dir = _text(data, "source_dir", file)
+    if not source_dir.startswith("/") or source_dir.rstrip("/") in ("", "/tmp", "/var", "/run"):
+        raise TaskError(
+            f"{file}: field 'source_dir' must be an absolute path of its own, such as /src/NAME",
+            path=str(file),
+            field="source_dir",
+        )
+    packages = data.get("packages", [])
+    if not isinstance(packages, list) or not all(
+        isinstance(name, str) and PACKAGE_PATTERN.match(name) for name in packages
+    ):
+        raise TaskError(
+            f"{file}: field 'packages' must be a list of Debian package names",
+            path=str(file),
+            field="packages",
+        )
+    for needed, kind in ((SOURCE_FOLDER, "folder"), (HIDDEN_FOLDER, "folder")):
+        if not (folder / needed).is_dir():
+            raise TaskError(f"{folder}: the {kind} {needed}/ is missing", path=str(folder))
+    if not (folder / REFERENCE_PATCH).is_file():
+        raise TaskError(f"{folder}: the file {REFERENCE_PATCH} is missing", path=str(folder))
+
+    return Task(
+        id=task_id,
+        project=_text(data, "project", file),
+        language=language,
+        description=_text(data, "description", file, required=False).strip(),
+        source_dir=source_dir.rstrip("/"),
+        prompt=_text(data, "prompt", file),
+        build=_text(data, "build", file),
+        test=_text(data, "test", file),
+        hidden_test=_text(data, "hidden_test", file),
+        packages=tuple(packages),
+        base_image=_text(data, "base_image", file, required=False) or DEFAULT_BASE_IMAGE,
+        dataset=dataset,
+        path=folder,
+    )

@@ -1,0 +1,237 @@
+"""The real `ssebench` command in a subprocess, with the fake backend."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TINY = Path(__file__).resolve().parents[1] / "fixtures" / "datasets" / "tiny"
+
+
+def ssebench(
+    *arguments: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ssebench.cli.main", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def run_arguments(tmp_path: Path, agent: str, run_id: str, *extra: str) -> list[str]:
+    return [
+        "run",
+        "--backend",
+        "fake",
+        "--local",
+        str(TINY),
+        "--task",
+        "tiny-add",
+        "--agent",
+        agent,
+        "--run-id",
+        run_id,
+        "--results",
+        str(tmp_path / "results"),
+        *extra,
+    ]
+
+
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 1, done
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_run_passes_and_records(tmp_path: Path) -> None:
+    done = ssebench(*run_arguments(tmp_path, "reference", "cli-1", "--require-pass"))
+    assert done.returncode == 0, done.stderr
+    status, run_dir = done.stdout.strip().splitlines()[-1].split("\t")
+    assert status == "passed"
+    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    assert summary["config"]["backend"] == "fake"
+    assert summary["config"]["model"] == "none"
+
+
+def test_require_pass_exits_1_on_a_failed_grade(tmp_path: Path) -> None:
+    assert ssebench(*run_arguments(tmp_path, "dummy", "cli-2")).returncode == 0
+    assert ssebench(*run_arguments(tmp_path, "dummy", "cli-3", "--require-pass")).returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--run-id", "latest"], "Invalid run ID"),
+        (["--prebuilt", "--build"], "--prebuilt excludes --build"),
+        (["--task", "nope"], "No task 'nope'"),
+        (["--agent", "nope"], "Unknown agent 'nope'"),
+        (["--backend", "nope"], "Unknown backend 'nope'; installed backends:"),
+        (
+            ["--backend", "broken"],
+            "Backend 'broken' (ssebench_fake_ext.broken:BrokenBackend) failed to import",
+        ),
+        (["--backend", "kubernetes"], "cannot build images; pass --prebuilt"),
+        (["--local", "/nonexistent"], "no such dataset folder"),
+        (["--timeout", "0"], "--timeout must be a positive"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_1(tmp_path: Path, extra: list[str], expected: str) -> None:
+    arguments = run_arguments(tmp_path, "reference", "cli-bad") + extra
+    assert expected in one_line_error(ssebench(*arguments))
+
+
+def test_unknown_backend_names_the_installed_ones() -> None:
+    line = one_line_error(ssebench("runs", "--backend", "nope", "list"))
+    assert "Unknown backend 'nope'" in line
+    assert "docker" in line and "fake" in line and "kubernetes" in line
+
+
+def test_help_does_not_import_the_kubernetes_client() -> None:
+    probe = (
+        "import sys\n"
+        "from ssebench.cli.main import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m == 'kubernetes' or "
+        "m.startswith('kubernetes.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def start_run(
+    tmp_path: Path, agent: str, run_id: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "ssebench.cli.main", *run_arguments(tmp_path, agent, run_id)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def wait_for_line(process: subprocess.Popen[str], text: str, seconds: float = 30) -> list[str]:
+    assert process.stdout is not None
+    seen = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        seen.append(line)
+        if text in line:
+            return seen
+    raise AssertionError(f"{text!r} never appeared in: {seen}")
+
+
+def test_sigterm_during_wait_stops_and_records(tmp_path: Path) -> None:
+    process = start_run(tmp_path, "sleeper", "sig-1")
+    wait_for_line(process, "agent running")
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=60)
+    assert process.returncode == 0, output
+    run_dir = tmp_path / "results/tiny-add/none/sleeper/sig-1"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["exit_code"] == 143
+    assert summary["stopped"] is True
+    listed = json.loads(ssebench("runs", "--backend", "fake", "list", "--json").stdout)
+    assert "sig-1" not in [run["run_id"] for run in listed["runs"]]
+
+
+def test_second_signal_ends_the_process_at_once(tmp_path: Path) -> None:
+    # A container that ignores SIGTERM keeps the first stop waiting for its grace period.
+    process = start_run(tmp_path, "sleeper", "sig-2", env={"SSEBENCH_FAKE_BEHAVIOUR": "stubborn"})
+    wait_for_line(process, "agent running")
+    process.send_signal(signal.SIGTERM)
+    wait_for_line(process, "ignoring SIGTERM")
+    started = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    output, _ = process.communicate(timeout=20)
+    assert time.monotonic() - started < 10
+    assert process.returncode == 128 + signal.SIGINT, output
+    summary = json.loads(
+        (tmp_path / "results/tiny-add/none/sleeper/sig-2/summary.json").read_text()
+    )
+    assert summary["stopped"] is True
+
+
+def make_fake_run(state: Path, folder: str, run_id: str) -> None:
+    (state / folder).mkdir()
+    (state / folder / "meta.json").write_text(
+        json.dumps(
+            {
+                "run_id": run_id,
+                "image": "fake/pass",
+                "created_at": "2026-01-01T00:00:00+00:00",
+                "keep": True,
+                "labels": {"ssebench.run-id": run_id, "ssebench.webui": "true"},
+            }
+        )
+    )
+    (state / folder / "exit_code").write_text("0")
+
+
+def test_runs_json_shapes_and_exit_codes(fake_state: Path) -> None:
+    make_fake_run(fake_state, "fake-a", "dup")
+    make_fake_run(fake_state, "fake-b", "dup")
+    make_fake_run(fake_state, "fake-c", "single")
+    listed = json.loads(ssebench("runs", "--backend", "fake", "list", "--json").stdout)
+    assert set(listed) == {"backend", "supports_exec", "runs"}
+    assert listed["backend"] == "fake" and listed["supports_exec"] is False
+    single = [run for run in listed["runs"] if run["run_id"] == "single"]
+    assert single and set(single[0]) == {
+        "run_id",
+        "name",
+        "state",
+        "exit_code",
+        "image",
+        "labels",
+        "created_at",
+    }
+    assert single[0]["state"] == "exited" and single[0]["exit_code"] == 0
+
+    inspected = ssebench("runs", "--backend", "fake", "inspect", "single", "--json")
+    assert inspected.returncode == 0 and json.loads(inspected.stdout)["name"] == "fake-c"
+    assert ssebench("runs", "--backend", "fake", "inspect", "missing").returncode == 3
+    assert ssebench("runs", "--backend", "fake", "inspect", "dup").returncode == 4
+    assert ssebench("runs", "--backend", "fake", "logs", "missing").returncode == 3
+    assert ssebench("runs", "--backend", "fake", "remove", "dup").returncode == 4
+    removed = ssebench("runs", "--backend", "fake", "remove", "single")
+    assert removed.returncode == 0, removed.stderr
+    assert ssebench("runs", "--backend", "fake", "inspect", "single").returncode == 3
+    for folder in ("fake-a", "fake-b"):
+        ssebench("runs", "--backend", "fake", "remove", "dup")
+        (fake_state / folder / "meta.json").unlink(missing_ok=True)
+
+
+def test_runs_endpoint_on_a_backend_without_it_is_one_line(fake_state: Path) -> None:
+    make_fake_run(fake_state, "fake-e", "ep")
+    line = one_line_error(ssebench("runs", "--backend", "fake", "endpoint", "ep", "4263"))
+    assert "cannot reach a run's ports" in line
+
+
+def test_runs_results_reads_files_only(tmp_path: Path) -> None:
+    ssebench(*run_arguments(tmp_path, "reference", "res-1"))
+    ssebench(*run_arguments(tmp_path, "dummy", "res-2"))
+    done = ssebench(
+        "runs", "--backend", "nope", "results", "--json", "--dir", str(tmp_path / "results")
+    )
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(done.stdout)["runs"]
+    assert {(run["run_id"], run["status"]) for run in runs} == {
+        ("res-1", "passed"),
+        ("res-2", "failed"),
+    }

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from ssebench import extensions
+from ssebench.errors import BackendError
+from ssebench.extensions import (
+    ImageRequest,
+    Mount,
+    RunHandle,
+    RunSpec,
+    SidecarPair,
+    prebuilt_images,
+)
+from ssebench.testing.fake import FakeBackend
+
+SENTINEL = "sentinel-secret-5be1c0de"
+
+
+def make_spec(**changes: object) -> RunSpec:
+    fields: dict[str, object] = {
+        "run_id": "r1",
+        "task_name": "t",
+        "mode": "sandbox",
+        "image": "img",
+        "results": Mount(target="/var/lib/ssebench/results", source="/tmp/r"),
+        "archive": Mount(target="/tmp/sse-archive", source="/tmp/r/archive"),
+        "env": {"SSE_API_KEY": SENTINEL},
+    }
+    fields.update(changes)
+    return RunSpec(**fields)  # type: ignore[arg-type]
+
+
+def test_env_is_not_in_repr_or_str() -> None:
+    spec = make_spec()
+    assert SENTINEL not in repr(spec)
+    assert SENTINEL not in str(spec)
+    pair = SidecarPair(
+        run_id="p",
+        environment_image="e",
+        source_dir="/src/x",
+        volumes=("a", "b"),
+        env={"SSE_API_KEY": SENTINEL},
+    )
+    assert SENTINEL not in repr(make_spec(sidecar=pair))
+    assert pair.shared_env()["SSE_API_KEY"] == SENTINEL
+
+
+def test_run_spec_is_frozen() -> None:
+    with pytest.raises(AttributeError):
+        make_spec().image = "other"  # type: ignore[misc]
+
+
+def test_prebuilt_names_follow_the_spec_table() -> None:
+    request = ImageRequest(
+        task_id="py-x",
+        dataset="pilot",
+        agent="reference",
+        agent_version="3",
+        registry="reg.example/team/",
+        tool_version="7",
+    )
+    assert prebuilt_images(request).run == "reg.example/team/agent-reference/py-x:3"
+    assert prebuilt_images(request).environment is None
+    sidecar = prebuilt_images(ImageRequest(**{**request.__dict__, "mode": "sidecar"}))
+    assert sidecar.run == "reg.example/team/agent-reference/sidecar:3"
+    assert sidecar.environment == "reg.example/team/tool-sidecar/py-x:7"
+
+
+def test_sidecar_pair_shares_four_mounts() -> None:
+    pair = SidecarPair(
+        run_id="p", environment_image="e", source_dir="/src/x", volumes=("src-vol", "sock-vol")
+    )
+    results = Mount(target="/var/lib/ssebench/results", source="/tmp/r")
+    archive = Mount(target="/tmp/sse-archive", source="/tmp/r/archive")
+    mounts = pair.shared_mounts(results, archive)
+    assert [mount.target for mount in mounts] == [
+        "/src/x",
+        "/run/ssebench",
+        "/var/lib/ssebench/results",
+        "/tmp/sse-archive",
+    ]
+    assert [mount.kind for mount in mounts[:2]] == ["volume", "volume"]
+
+
+def test_mount_content_is_reachable_without_host_paths(tmp_path: Path) -> None:
+    patch = tmp_path / "patch.diff"
+    patch.write_bytes(b"diff\n")
+    assert Mount(target="/reference/patch.diff", source=str(patch)).read_content() == b"diff\n"
+
+
+def test_optional_methods_raise_backend_error() -> None:
+    handle = RunHandle(backend="fake", run_id="r", name="n")
+    with pytest.raises(BackendError):
+        FakeBackend().endpoint(handle, 4263)
+    with pytest.raises(BackendError):
+        FakeBackend().exec_argv(handle, ["true"])
+    assert FakeBackend().proxy() is None
+
+
+def test_all_names_every_public_definition() -> None:
+    tree = ast.parse(Path(extensions.__file__).read_text())
+    defined = {
+        node.name for node in tree.body if isinstance(node, ast.ClassDef | ast.FunctionDef)
+    } | {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    imported_errors = {"BackendError", "UserError", "ImageUnavailableError"}
+    public = {name for name in defined if not name.startswith("_")} | imported_errors
+    assert public == set(extensions.__all__)

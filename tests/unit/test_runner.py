@@ -1,0 +1,190 @@
+"""The runner against the fake backend: call order, cleanup, recording in every case."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ssebench.agents import load_agent
+from ssebench.errors import BackendError
+from ssebench.extensions import ImageRequest, Images, RunHandle, RunSpec
+from ssebench.results import NO_RESULT_MESSAGE
+from ssebench.runner import Runner, RunSettings, StopRequest
+from ssebench.tasks import load_dataset
+from ssebench.testing.fake import FakeBackend
+
+TINY = Path(__file__).resolve().parents[1] / "fixtures" / "datasets" / "tiny"
+SENTINEL = "sentinel-key-77aa01"
+
+
+class RecordingBackend(FakeBackend):
+    """The fake backend, noting each call, with faults injected on demand."""
+
+    def __init__(self, fail_in: str | None = None, error: BaseException | None = None):
+        self.calls: list[str] = []
+        self.fail_in = fail_in
+        self.error = error or BackendError("injected")
+
+    def _note(self, name: str) -> None:
+        self.calls.append(name)
+        if name == self.fail_in:
+            raise self.error
+
+    def prepare_images(self, request: ImageRequest) -> Images:
+        self._note("prepare_images")
+        return super().prepare_images(request)
+
+    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+        self._note("copy_from_image")
+        super().copy_from_image(image, path, dest, platform)
+
+    def start(self, spec: RunSpec) -> RunHandle:
+        self._note("start")
+        return super().start(spec)
+
+    def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        self._note("wait")
+        return super().wait(handle, timeout)
+
+    def collect_results(self, handle: RunHandle, dest: Path) -> None:
+        self._note("collect_results")
+        super().collect_results(handle, dest)
+
+    def cleanup(self, handle: RunHandle) -> None:
+        self.calls.append("cleanup")
+        super().cleanup(handle)
+
+    def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
+        return super().logs(handle, follow)
+
+
+def settings(
+    tmp_path: Path, agent: str = "reference", run_id: str = "run-1", **changes: object
+) -> RunSettings:
+    task = load_dataset(TINY).task("tiny-add")
+    values: dict[str, object] = {
+        "task": task,
+        "agent": load_agent(agent),
+        "model": None,
+        "run_id": run_id,
+        "results_root": tmp_path / "results",
+        "backend": "fake",
+        "model_env": {"SSE_API_KEY": SENTINEL},
+    }
+    values.update(changes)
+    return RunSettings(**values)  # type: ignore[arg-type]
+
+
+def run(backend: RecordingBackend, run_settings: RunSettings) -> tuple[Path, dict[str, object]]:
+    runner = Runner(backend, out=io.StringIO())
+    images = runner.prepare(run_settings)
+    outcome = runner.run(run_settings, images)
+    return outcome.run_dir, outcome.summary
+
+
+def read(path: Path) -> dict[str, object]:
+    data: dict[str, object] = json.loads(path.read_text())
+    return data
+
+
+def test_call_order_of_a_reference_run(tmp_path: Path) -> None:
+    backend = RecordingBackend()
+    run_dir, summary = run(backend, settings(tmp_path))
+    assert backend.calls == [
+        "prepare_images",
+        "copy_from_image",
+        "start",
+        "wait",
+        "collect_results",
+        "cleanup",
+    ]
+    assert summary["status"] == "passed"
+    assert summary["exit_code"] == 0
+    assert run_dir == tmp_path / "results" / "tiny-add" / "none" / "reference" / "run-1"
+    assert (run_dir.parent / "latest").resolve() == run_dir
+    result = read(run_dir / "result.json")
+    assert result["status"] == "passed"
+    assert result["config"]["reference_run"] is True  # type: ignore[index]
+    assert (run_dir / "reference.patch").exists()
+    assert backend.list_runs({"ssebench.run-id": "run-1"}) == []
+
+
+def test_other_agents_get_no_reference_patch(tmp_path: Path) -> None:
+    backend = RecordingBackend()
+    run_dir, summary = run(backend, settings(tmp_path, agent="dummy"))
+    assert "copy_from_image" not in backend.calls
+    assert summary["status"] == "failed"
+    assert not (run_dir / "reference.patch").exists()
+
+
+@pytest.mark.parametrize("error", [BackendError("watch lost"), KeyboardInterrupt()])
+def test_cleanup_and_record_when_wait_raises(tmp_path: Path, error: BaseException) -> None:
+    backend = RecordingBackend(fail_in="wait", error=error)
+    runner = Runner(backend, out=io.StringIO())
+    run_settings = settings(tmp_path)
+    with pytest.raises(type(error)):
+        runner.run(run_settings, runner.prepare(run_settings))
+    assert backend.calls[-1] == "cleanup"
+    run_dir = tmp_path / "results" / "tiny-add" / "none" / "reference" / "run-1"
+    summary = read(run_dir / "summary.json")
+    assert summary["status"] == "error"
+    assert str(summary["error_msg"]).startswith(NO_RESULT_MESSAGE)
+    assert read(run_dir / "result.json")["config"]
+
+
+def test_recorded_when_start_fails(tmp_path: Path) -> None:
+    backend = RecordingBackend(fail_in="start")
+    runner = Runner(backend, out=io.StringIO())
+    run_settings = settings(tmp_path)
+    with pytest.raises(BackendError):
+        runner.run(run_settings, runner.prepare(run_settings))
+    assert "cleanup" not in backend.calls  # there is no handle to clean up
+    summary = read(run_settings.results_root / "tiny-add/none/reference/run-1/summary.json")
+    assert summary["status"] == "error" and summary["exit_code"] is None
+
+
+@pytest.mark.parametrize(("behaviour", "exit_code"), [("noresult", 1), ("crash", 2)])
+def test_recorded_when_the_container_leaves_no_grade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, behaviour: str, exit_code: int
+) -> None:
+    monkeypatch.setenv("SSEBENCH_FAKE_BEHAVIOUR", behaviour)
+    run_dir, summary = run(RecordingBackend(), settings(tmp_path))
+    assert summary["status"] == "error"
+    assert summary["error_msg"] == NO_RESULT_MESSAGE
+    assert summary["exit_code"] == exit_code
+    assert read(run_dir / "result.json")["status"] == "error"
+
+
+def test_stopped_run_is_recorded_with_143(tmp_path: Path) -> None:
+    backend = RecordingBackend()
+    runner = Runner(backend, out=io.StringIO())
+    run_settings = settings(tmp_path, agent="sleeper")
+    stop = StopRequest()
+    stop.request()  # before start: the runner stops the run as soon as it exists
+    summary = runner.run(run_settings, runner.prepare(run_settings), stop).summary
+    assert summary["exit_code"] == 143
+    assert summary["stopped"] is True
+
+
+def test_existing_run_directory_is_refused(tmp_path: Path) -> None:
+    from ssebench.errors import UserError
+
+    run(RecordingBackend(), settings(tmp_path))
+    with pytest.raises(UserError, match="exists"):
+        run(RecordingBackend(), settings(tmp_path))
+
+
+def test_env_never_reaches_files_or_output(tmp_path: Path) -> None:
+    out = io.StringIO()
+    run_settings = settings(tmp_path)
+    runner = Runner(RecordingBackend(), out=out)
+    outcome = runner.run(run_settings, runner.prepare(run_settings))
+    assert SENTINEL not in out.getvalue()
+    assert SENTINEL not in repr(run_settings)
+    for file in outcome.run_dir.rglob("*"):
+        if file.is_file():
+            assert SENTINEL not in file.read_text(errors="replace"), file
