@@ -1,0 +1,3 @@
+module jsonptr
+
+go 1.19

@@ -1,0 +1,3 @@
+module ratelimit
+
+go 1.19
