@@ -95,3 +95,10 @@ def test_dataset_commands(dataset: Path) -> None:
     broken = cli("dataset", "validate", str(dataset))
     assert broken.returncode == 1 and "'language'" in broken.stderr
     assert "Traceback" not in broken.stderr
+
+
+def test_pilot_dataset_is_well_formed_and_its_manifest_current() -> None:
+    pilot = load_dataset(Path(__file__).resolve().parents[2] / "datasets" / "pilot")
+    assert len(pilot.tasks) >= 6
+    assert {"python", "c", "go"} <= {task.language for task in pilot.tasks}
+    assert manifest_differences(pilot) == []
