@@ -29,14 +29,16 @@ def docker_lines(*arguments: str) -> list[str]:
 def leftovers() -> list[str]:
     """Containers, volumes and networks of this session's runs that still exist."""
     found = []
-    for line in docker_lines("ps", "-a", "--filter", "label=ssebench.run-id",
-                             "--format", "{{json .}}"):
+    for line in docker_lines(
+        "ps", "-a", "--filter", "label=ssebench.run-id", "--format", "{{json .}}"
+    ):
         container = json.loads(line)
         if f"ssebench.run-id={SESSION_PREFIX}" in container.get("Labels", ""):
             found.append(f"container {container['Names']}")
     for kind in ("volume", "network"):
-        for line in docker_lines(kind, "ls", "--filter", "label=ssebench.run",
-                                 "--format", "{{.Name}}"):
+        for line in docker_lines(
+            kind, "ls", "--filter", "label=ssebench.run", "--format", "{{.Name}}"
+        ):
             if SESSION_PREFIX in line:
                 found.append(f"{kind} {line}")
     return found

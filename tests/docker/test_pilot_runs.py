@@ -19,14 +19,32 @@ PILOT_TASKS = [task.id for task in load_dataset(PILOT_DATASET).tasks]
 LOG_FILES = ("agent.log", "daemon.log", "evaluator.log", "entrypoint.log")
 
 
-def ssebench_run(results: Path, task: str, agent: str, *extra: str,
-                 timeout: float = 900) -> tuple[Path, dict[str, object]]:
+def ssebench_run(
+    results: Path, task: str, agent: str, *extra: str, timeout: float = 900
+) -> tuple[Path, dict[str, object]]:
     run_id = new_run_id(agent)
     done = subprocess.run(
-        [sys.executable, "-m", "ssebench.cli.main", "run", "--local", str(PILOT_DATASET),
-         "--task", task, "--agent", agent, "--run-id", run_id, "--results", str(results),
-         *extra],
-        capture_output=True, text=True, timeout=timeout, env=dict(os.environ),
+        [
+            sys.executable,
+            "-m",
+            "ssebench.cli.main",
+            "run",
+            "--local",
+            str(PILOT_DATASET),
+            "--task",
+            task,
+            "--agent",
+            agent,
+            "--run-id",
+            run_id,
+            "--results",
+            str(results),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ),
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     status, run_dir = done.stdout.strip().splitlines()[-1].split("\t")
@@ -57,8 +75,16 @@ def test_reference_passes(task: str, tmp_path: Path) -> None:
     assert dialog and all({"seq", "ts", "type"} <= set(event) for event in dialog)
     result = json.loads((run_dir / "result.json").read_text())
     assert result["config"]["reference_run"] is True
-    for field in ("run_id", "task", "config", "status", "exit_code", "started_at",
-                  "finished_at", "durations"):
+    for field in (
+        "run_id",
+        "task",
+        "config",
+        "status",
+        "exit_code",
+        "started_at",
+        "finished_at",
+        "durations",
+    ):
         assert summary[field] is not None, field
 
 

@@ -1,0 +1,410 @@
+"""The container's entrypoint (PID 1, root): one run from start to grade.
+
+Order: prepare the directories -> start the daemon -> run the agent (the image's
+CMD, given as argv) as the agent user under the timeout -> tell the daemon the
+agent exited -> grade -> write result.json -> with SSE_KEEP_ALIVE=1 wait to be
+stopped -> exit with the agent's status.
+
+Exit status: the agent's own; 124 when it timed out; 126/127 when it could not be
+started; 128+N when the run was stopped by signal N (143 for docker stop's
+SIGTERM); 2 when the run could not be set up (result.json says why, if it could
+be written at all).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any, BinaryIO
+
+from . import __version__
+from .accounts import Account, Accounts, chown_tree, make_directory
+from .config import DAEMON_PORT, Layout, Settings, Task, default_path, load_image_environment
+from .daemon import Daemon
+from .dialog import Dialog
+from .evaluator import STOPPED_DURING_GRADING, Evaluator, Grading, result_document, write_result
+from .logs import LogFile, RedactingStream, Redactor, echo_line, utc_now
+from .processes import Child, exit_status, reap_orphans, sweep_user
+from .repository import BaseRepository
+from .unixhttp import request_json
+from .workspace import Workspace, snapshot_home
+
+EXIT_SETUP_ERROR = 2
+EXIT_TIMEOUT = 124
+EXIT_CANNOT_EXECUTE = 126
+EXIT_NOT_FOUND = 127
+KEEP_ALIVE_MESSAGE = "graded; waiting to be stopped (SSE_KEEP_ALIVE=1)"
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+class GradingInterrupted(BaseException):
+    """A second stop signal arrived while grading; it unwinds grading at once.
+
+    A BaseException so that the evaluator's own error handling does not swallow it.
+    """
+
+
+class Entrypoint:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        environ: Mapping[str, str],
+        layout: Layout,
+        accounts: Accounts | None,
+        stdout: BinaryIO,
+        host: str,
+        port: int,
+    ) -> None:
+        self.argv = list(argv)
+        self.environ = environ
+        self.settings = Settings.from_environ(environ)
+        self.layout = layout.with_environment(self.settings)
+        self._accounts = accounts
+        self.stdout = stdout
+        self.host = host
+        self.port = port
+        self.redactor = Redactor(self.settings.secrets)
+        self.started_at = utc_now()
+        self.phase = "starting"
+        self.stop_event = threading.Event()
+        self.stop_signal: int | None = None
+        self.signal_count = 0
+        self.daemon: Daemon | None = None
+        self.dialog: Dialog | None = None
+        self.task: Task | None = None
+        self._logs: list[LogFile] = []
+
+    # -- signals -------------------------------------------------------------------
+
+    def install_signal_handlers(self) -> None:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._on_stop_signal)
+
+    def _on_stop_signal(self, signum: int, frame: FrameType | None) -> None:
+        # Only flags here: the interrupted code may hold a log's lock.
+        self.signal_count += 1
+        if self.stop_signal is None:
+            self.stop_signal = signum
+        self.stop_event.set()
+        if self.phase == "grading" and self.signal_count >= 2:
+            raise GradingInterrupted()
+
+    @property
+    def stopped(self) -> bool:
+        return self.stop_signal is not None
+
+    # -- the run -------------------------------------------------------------------
+
+    def run(self) -> int:
+        try:
+            self._open_logs()
+        except Exception as error:
+            # No results directory, so no log and no result.json: say it on stdout.
+            message = f"ssebench: cannot prepare the results directory: {type(error).__name__}\n"
+            echo_line(self.stdout, message.encode())
+            return EXIT_SETUP_ERROR
+        try:
+            return self._run()
+        finally:
+            if self.daemon is not None:
+                self.daemon.stop()
+            if self.dialog is not None:
+                self.dialog.close()
+            for log in self._logs:
+                log.close()
+
+    def _open_logs(self) -> None:
+        layout = self.layout
+        if layout.results.parent == layout.private_root:
+            make_directory(layout.private_root, None, 0o700)
+        make_directory(layout.results, None, 0o755)
+
+        def open_log(name: str, echo: bool = False) -> LogFile:
+            log = LogFile(layout.results / name, self.redactor, echo=self.stdout if echo else None)
+            self._logs.append(log)
+            return log
+
+        self.log = open_log("entrypoint.log", echo=True)
+        self.agent_log = open_log("agent.log")
+        self.daemon_log = open_log("daemon.log")
+        self.evaluator_log = open_log("evaluator.log")
+
+    def _run(self) -> int:
+        settings = self.settings
+        self.log.line(
+            f"runtime {__version__}; difficulty {settings.difficulty}; "
+            f"timeout {settings.timeout}s; keep alive {'yes' if settings.keep_alive else 'no'}"
+        )
+        for warning in settings.warnings:
+            self.log.line(f"warning: {warning}")
+        try:
+            accounts = self._accounts or Accounts.system()
+            self.task = task = Task.load(self.layout.task_file)
+            self.log.line(f"task {task.id}; source {task.source_dir}")
+            repository = self._prepare(task, accounts)
+        except Exception as error:
+            self.log.exception("setup failed", error)
+            self._finish(
+                Grading(error=f"Entrypoint error: {type(error).__name__}"),
+                agent_exit_code=None,
+                timed_out=False,
+            )
+            return EXIT_SETUP_ERROR
+
+        if self.stopped:
+            self.log.line("stopped before the agent started")
+            agent_status: int | None = None
+            timed_out = False
+        else:
+            agent_status, timed_out = self._run_agent(task, accounts.agent)
+        self._admin("/admin/agent-exited", {"exit_code": agent_status, "timed_out": timed_out})
+
+        grading = self._grade(task, accounts, repository)
+        self._finish(grading, agent_exit_code=agent_status, timed_out=timed_out)
+
+        if self.stop_signal is not None:
+            return 128 + self.stop_signal
+        status = agent_status or 0
+        if settings.keep_alive:
+            self.log.line(KEEP_ALIVE_MESSAGE)
+            self.phase = "kept"
+            while not self.stop_event.wait(1.0):
+                reap_orphans()
+            self.log.line("stopped; exiting")
+        return status
+
+    def _prepare(self, task: Task, accounts: Accounts) -> BaseRepository:
+        layout = self.layout
+        make_directory(layout.archive, accounts.agent, 0o755)
+        make_directory(layout.grade_root, None, 0o711)
+        make_directory(layout.private_dir, None, 0o700)
+        # The copy of the base commit is taken before the agent owns the repository.
+        repository = BaseRepository.snapshot(
+            source_dir=task.source_dir,
+            git_dir=layout.base_repository,
+            base_commit=task.base_commit,
+            path_value=self._path(),
+        )
+        self.log.line(f"base commit {repository.base}")
+        snapshot_home(accounts.runner, layout.runner_home_template)
+        chown_tree(task.source_dir, accounts.agent)
+        make_directory(layout.socket_dir, None, 0o755)
+
+        self.dialog = Dialog(layout.dialog_file, self.redactor)
+        self.daemon = Daemon(
+            task=task,
+            difficulty=self.settings.difficulty,
+            repository=repository,
+            workspace=self._workspace(layout.tools_workspace, accounts.runner, repository),
+            dialog=self.dialog,
+            log=self.daemon_log,
+            redactor=self.redactor,
+        )
+        self.daemon.start(
+            host=self.host,
+            port=self.port,
+            agent_socket=layout.agent_socket,
+            admin_socket=layout.admin_socket,
+            admin_uids=frozenset({0, os.geteuid()}),
+        )
+        self.log.line(f"daemon listening on port {self.daemon.port}")
+        return repository
+
+    def _run_agent(self, task: Task, agent: Account) -> tuple[int, bool]:
+        """Run the agent to its end, its timeout or a stop; (exit status, timed out)."""
+        if not self.argv:
+            self.log.line("no agent command: the image has no CMD")
+            return EXIT_NOT_FOUND, False
+        output = RedactingStream(
+            self.redactor, self.agent_log.write, lambda data: echo_line(self.stdout, data)
+        )
+        self.log.line(f"starting the agent as {agent.name}: {' '.join(self.argv)}")
+        try:
+            child = Child(
+                self.argv,
+                account=agent,
+                cwd=task.source_dir,
+                env=self._agent_environment(task, agent),
+                sink=output,
+            )
+        except OSError as error:
+            self.log.line(f"cannot start the agent: {type(error).__name__}: {error.strerror}")
+            status = EXIT_NOT_FOUND if isinstance(error, FileNotFoundError) else EXIT_CANNOT_EXECUTE
+            return status, False
+        self.phase = "agent"
+        self._admin("/admin/agent-started", {"command": self.argv})
+        deadline = child.started + self.settings.timeout
+        timed_out = False
+        while True:
+            code = child.wait(0.25)
+            if code is not None:
+                break
+            if self.stop_event.is_set():
+                self.log.line("stop requested: stopping the agent")
+                code = child.terminate()
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+                self.log.line(f"the agent timed out after {self.settings.timeout}s: stopping it")
+                code = child.terminate()
+                break
+            reap_orphans()
+        child.terminate()  # its process group's leftovers
+        swept = sweep_user(agent)
+        if swept:
+            self.log.line(f"killed {swept} leftover processes of {agent.name}")
+        child.output()
+        output.close()
+        status = EXIT_TIMEOUT if timed_out else exit_status(code)
+        self.log.line(f"the agent exited with status {status}")
+        return status, timed_out
+
+    def _grade(self, task: Task, accounts: Accounts, repository: BaseRepository) -> Grading:
+        evaluator = Evaluator(
+            task=task,
+            repository=repository,
+            workspace=self._workspace(self.layout.grading_workspace, accounts.runner, repository),
+            runner=accounts.runner,
+            results_dir=self.layout.results,
+            hidden_dir=self.layout.hidden_dir,
+            runner_home_template=self.layout.runner_home_template,
+            log=self.evaluator_log,
+            redactor=self.redactor,
+            progress=self.log.line,
+        )
+        self.log.line("grading")
+        self.phase = "grading"
+        try:
+            if self.signal_count >= 2:
+                raise GradingInterrupted()
+            return evaluator.run()
+        except GradingInterrupted:
+            evaluator.grading.error = STOPPED_DURING_GRADING
+            sweep_user(accounts.runner)
+            return evaluator.grading
+        finally:
+            self.phase = "finishing"
+
+    def _finish(self, grading: Grading, *, agent_exit_code: int | None, timed_out: bool) -> None:
+        document = result_document(
+            task_id=self.task.id if self.task else None,
+            run_id=self.settings.run_id,
+            grading=grading,
+            agent_exit_code=agent_exit_code,
+            timed_out=timed_out,
+            stopped=self.stopped,
+            timeout=self.settings.timeout,
+            started_at=self.started_at,
+            finished_at=utc_now(),
+        )
+        try:
+            write_result(self.layout.results / "result.json", document)
+        except OSError as error:
+            self.log.exception("cannot write result.json", error)
+        summary = document["status"]
+        if document["error_msg"]:
+            summary += f" ({document['error_msg']})"
+        self.log.line(f"result: {summary}")
+        self._admin("/admin/result", document)
+
+    # -- helpers -------------------------------------------------------------------
+
+    def _admin(self, path: str, body: dict[str, Any]) -> None:
+        if self.daemon is None:
+            return
+        try:
+            status, _ = request_json(self.layout.admin_socket, "POST", path, body)
+        except (OSError, ValueError) as error:
+            self.log.line(f"the daemon did not take {path}: {type(error).__name__}")
+            return
+        if status != 200:
+            self.log.line(f"the daemon answered {status} to {path}")
+
+    def _workspace(self, root: Path, runner: Account, repository: BaseRepository) -> Workspace:
+        return Workspace(
+            root,
+            runner=runner,
+            repository=repository,
+            private_dir=self.layout.private_dir,
+            environment=self._image_environment(),
+            step_timeout=self.settings.step_timeout,
+        )
+
+    def _path(self) -> str:
+        return default_path(self.environ)
+
+    def _image_environment(self) -> dict[str, str]:
+        env = load_image_environment(self.layout.image_env_file)
+        env["PATH"] = self._path()
+        return env
+
+    def _agent_environment(self, task: Task, agent: Account) -> dict[str, str]:
+        """A clean environment: the image's toolchain variables, the agent's SSE_*
+        settings and the contract's variables; nothing of the runtime."""
+        settings = self.settings
+        env = self._image_environment()
+        env.setdefault("LANG", "C.UTF-8")
+        env.update(settings.agent_variables)
+        env.update(
+            HOME=str(agent.home),
+            USER=agent.name,
+            LOGNAME=agent.name,
+            SSE_BASE_URL=settings.base_url,
+            SSE_API_KEY=settings.api_key,
+            SSE_MODEL_NAME=settings.model_name,
+            SSE_DIFFICULTY=str(settings.difficulty),
+            SSE_ARCHIVE=str(settings.archive),
+            SSE_SOURCE_DIR=str(task.source_dir),
+            SSE_DAEMON_URL=f"http://127.0.0.1:{self.daemon.port if self.daemon else self.port}",
+            SSE_DAEMON_SOCKET=str(self.layout.agent_socket),
+            TIMEOUT=str(settings.timeout),
+        )
+        return env
+
+
+def forbid_new_privileges() -> None:
+    """No process of the run may gain privileges through a setuid binary or file
+    capabilities. Inherited by every child; root's own children are unaffected."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    layout: Layout | None = None,
+    accounts: Accounts | None = None,
+    stdout: BinaryIO | None = None,
+    host: str = "0.0.0.0",
+    port: int = DAEMON_PORT,
+    install_signal_handlers: bool = True,
+) -> int:
+    """Run the container's run. Tests pass a temporary layout, the current user as
+    both accounts and port 0; the container passes nothing."""
+    entrypoint = Entrypoint(
+        sys.argv[1:] if argv is None else argv,
+        environ=os.environ if environ is None else environ,
+        layout=layout or Layout(),
+        accounts=accounts,
+        stdout=stdout or sys.stdout.buffer,
+        host=host,
+        port=port,
+    )
+    if install_signal_handlers:
+        entrypoint.install_signal_handlers()
+    if os.geteuid() == 0 and accounts is None:
+        forbid_new_privileges()
+    return entrypoint.run()
