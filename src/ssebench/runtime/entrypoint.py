@@ -88,6 +88,9 @@ class Entrypoint:
     def install_signal_handlers(self) -> None:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._on_stop_signal)
+        # The launcher blocks these until now, so a stop that came while Python was
+        # importing us stays pending (PID 1 would drop it) and is delivered here.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def _on_stop_signal(self, signum: int, frame: FrameType | None) -> None:
         # Only flags here: the interrupted code may hold a log's lock.

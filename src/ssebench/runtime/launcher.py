@@ -6,7 +6,13 @@ environment of the agent or of the task's commands.
 """
 
 import importlib
+import signal
 import sys
+
+# Blocked first thing: as PID 1 with no handler yet, a `docker stop` that arrives while
+# the runtime is being imported would be dropped, and the run killed after the grace
+# period instead of graded. The entrypoint unblocks them once its handlers are in place.
+signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGTERM, signal.SIGINT))
 
 LIBRARY = "/opt/ssebench/lib"
 

@@ -146,10 +146,14 @@ class BackendContract:
                 backend.cleanup(run.handle)
 
     def wait_until_running(self, backend: Backend, run_id: str, seconds: float = 60) -> None:
+        """Until the run is running and its container has said something: a process that
+        has printed has also had the time to set up its signal handling."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             runs = backend.list_runs({labels.RUN_ID: run_id})
-            if runs and runs[0].state == "running":
+            if runs and runs[0].state == "running" and next(
+                iter(backend.logs(runs[0].handle)), None
+            ):
                 return
             time.sleep(0.2)
         raise AssertionError(f"run {run_id} did not reach the running state in {seconds} s")

@@ -1,0 +1,528 @@
+"""The Docker backend: runs on the daemon the `docker` CLI is set up for.
+
+Every call goes through the docker CLI (never a shell, never the Python SDK), so the
+user's docker contexts, DOCKER_HOST and credentials apply as they do on the command
+line. The run's container runs in the foreground of a `docker run` process, whose
+output reaches this process's stdout and stderr as it is written. The run's
+environment reaches docker through an env file readable by this user only, deleted as
+soon as the container exists, so no value of it is ever on a command line.
+
+The backend holds no state between calls: a RunHandle names the container, and runs
+are found again by their labels. The one exception is an optimisation inside a single
+process: the `docker run` processes this process started, kept so wait can reap them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ssebench import images
+from ssebench.errors import BackendError, UserError
+from ssebench.extensions import (
+    Backend,
+    ImageRequest,
+    Images,
+    Mount,
+    NetworkPolicy,
+    RunHandle,
+    RunInfo,
+    RunSpec,
+    RunState,
+)
+from ssebench.images import DOCKER, failure_reason, raise_if_unreachable, run_docker
+from ssebench.labels import DEADLINE, RUN_ID
+
+__all__ = ["AGENTS_NETWORK", "OPEN_NETWORK", "DockerBackend", "container_name", "run_argv"]
+
+# The internal network of the LiteLLM stack (Compose project "ssebench"): it reaches
+# the proxy and nothing else.
+COMPOSE_PROJECT = "ssebench"
+AGENTS_NETWORK = f"{COMPOSE_PROJECT}_agents"
+OPEN_NETWORK = "bridge"
+# The container enforces the run's timeout itself; past this margin a janitor may
+# treat a container whose runner died as abandoned.
+DEADLINE_SLACK_SECONDS = 1800
+# docker run's own status when the daemon refused to create or start the container.
+DOCKER_RUN_FAILED = 125
+# Creating a container is quick; this bounds a daemon that hangs.
+CREATE_TIMEOUT_SECONDS = 300.0
+SIDECAR_UNSUPPORTED = "sidecar mode is not supported by the docker backend yet"
+_GONE_MARKERS = ("No such container", "No such object", "is already in progress")
+_NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_.-]")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_STATES: dict[str, RunState] = {
+    "created": "created",
+    "running": "running",
+    "paused": "running",
+    "restarting": "running",
+    "exited": "exited",
+    "dead": "exited",
+}
+
+# The `docker run` processes started by this process, by container name.
+_processes: dict[str, subprocess.Popen[bytes]] = {}
+_processes_lock = threading.Lock()
+
+
+def container_name(run_id: str) -> str:
+    """The container's name: ssebench-<run id>, within docker's name rules."""
+    return f"ssebench-{_NAME_FORBIDDEN.sub('-', run_id)}"
+
+
+def _is_gone(completed: subprocess.CompletedProcess[str]) -> bool:
+    return any(marker in completed.stderr for marker in _GONE_MARKERS)
+
+
+def _csv_field(value: str) -> str:
+    # docker parses --mount as one CSV record: quote a field holding a comma or quote.
+    if any(character in value for character in ',"\n'):
+        return '"' + value.replace('"', '""') + '"'
+    return value
+
+
+def mount_option(mount: Mount) -> str:
+    """The --mount value of mount."""
+    fields = [f"type={mount.kind}", f"source={mount.source}", f"target={mount.target}"]
+    if mount.read_only:
+        fields.append("readonly")
+    return ",".join(_csv_field(field) for field in fields)
+
+
+def write_env_file(folder: Path, env: Mapping[str, str]) -> Path:
+    """Write env as a docker env file readable by this user only; return its path.
+
+    Error messages name variables, never their values.
+    """
+    lines = []
+    for name, value in env.items():
+        if not _ENV_NAME.match(name):
+            raise BackendError(f"The environment variable name {name!r} is not valid")
+        if "\n" in value or "\r" in value:
+            raise BackendError(
+                f"The value of {name} spans several lines, which docker's env file cannot hold"
+            )
+        lines.append(f"{name}={value}\n")
+    path = folder / "run.env"
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.writelines(lines)
+    return path
+
+
+def run_argv(spec: RunSpec, *, name: str, network: str, env_file: Path, now: float) -> list[str]:
+    """The `docker run` command of spec; it holds the env file's path, not its values."""
+    deadline = int(now) + spec.timeout + DEADLINE_SLACK_SECONDS
+    argv = [DOCKER, "run", "--name", name]
+    if not spec.keep:
+        argv.append("--rm")
+    # The image was prepared before the run; never reach for a registry here.
+    argv += ["--pull", "never", "--env-file", str(env_file), "--network", network]
+    if spec.platform:
+        argv += ["--platform", spec.platform]
+    for key, value in {**spec.labels, DEADLINE: str(deadline)}.items():
+        argv += ["--label", f"{key}={value}"]
+    for mount in (spec.results, spec.archive, *spec.artifacts):
+        argv += ["--mount", mount_option(mount)]
+    argv.append(spec.image)
+    return argv
+
+
+def ensure_agents_network() -> None:
+    """Create the restricted network when it is missing (a run without the stack)."""
+    if run_docker(["network", "inspect", "--format", "{{.Id}}", AGENTS_NETWORK]).returncode == 0:
+        return
+    completed = run_docker(
+        [
+            "network",
+            "create",
+            "--internal",
+            "--label",
+            "ssebench.network=agents",
+            # The stack's Compose project adopts a network labelled as its own, and
+            # refuses one that is not.
+            "--label",
+            f"com.docker.compose.project={COMPOSE_PROJECT}",
+            "--label",
+            "com.docker.compose.network=agents",
+            AGENTS_NETWORK,
+        ]
+    )
+    if completed.returncode != 0 and "already exists" not in completed.stderr:
+        raise BackendError(
+            f"Cannot create the Docker network {AGENTS_NETWORK}: {failure_reason(completed)}"
+        )
+
+
+def _remove_container(name: str) -> subprocess.CompletedProcess[str]:
+    return run_docker(["rm", "--force", "--volumes", name])
+
+
+def _parse_created(value: Any) -> str | None:
+    """docker's RFC 3339 time with nanoseconds -> ISO 8601 in seconds, UTC."""
+    if not isinstance(value, str) or len(value) < 19:
+        return None
+    return value[:19] + "Z" if value.endswith("Z") else value[:19]
+
+
+class DockerBackend(Backend):
+    """Runs on the local Docker daemon. network overrides the network of every run."""
+
+    name = "docker"
+    builds_images = True
+    supports_exec = True
+
+    def __init__(self, network: str | None = None, *, quiet_builds: bool = False) -> None:
+        self.network = network
+        self.quiet_builds = quiet_builds
+
+    # -- images ----------------------------------------------------------------------
+
+    def prepare_images(self, request: ImageRequest) -> Images:
+        return images.prepare_images(request, images.BuildOutput(quiet=self.quiet_builds))
+
+    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+        argv = ["create", "--pull", "never"]
+        if platform:
+            argv += ["--platform", platform]
+        # A command is given so images without CMD can be created; it never runs.
+        completed = run_docker([*argv, image, "ssebench-copy"])
+        if completed.returncode != 0:
+            raise RuntimeError(f"Cannot create a container of {image}: {failure_reason(completed)}")
+        container = completed.stdout.strip()
+        try:
+            completed = run_docker(["cp", f"{container}:{path}", str(dest)])
+            if completed.returncode != 0:
+                raise RuntimeError(
+                    f"Cannot copy {path} out of {image}: {failure_reason(completed)}"
+                )
+        finally:
+            _remove_container(container)
+
+    # -- a run -----------------------------------------------------------------------
+
+    def network_for(self, policy: NetworkPolicy) -> str:
+        if self.network:
+            return self.network
+        return AGENTS_NETWORK if policy.egress == "restricted" else OPEN_NETWORK
+
+    def start(self, spec: RunSpec) -> RunHandle:
+        if spec.mode == "sidecar" or spec.sidecar is not None:
+            raise UserError(SIDECAR_UNSUPPORTED)
+        name = container_name(spec.run_id)
+        network = self.network_for(spec.network)
+        if network == AGENTS_NETWORK:
+            ensure_agents_network()
+        env_folder = Path(tempfile.mkdtemp(prefix="ssebench-env-"))
+        try:
+            env_file = write_env_file(env_folder, spec.env)
+            argv = run_argv(spec, name=name, network=network, env_file=env_file, now=time.time())
+            try:
+                # A session of its own: the terminal's Ctrl-C reaches ssebench only,
+                # which stops the run itself (docker run would forward it as SIGINT).
+                process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
+            except FileNotFoundError:
+                raise images.docker_missing() from None
+            try:
+                self._wait_until_created(process, name, spec.run_id)
+            except BaseException:
+                _discard(process, name)
+                raise
+        finally:
+            shutil.rmtree(env_folder, ignore_errors=True)
+        with _processes_lock:
+            _processes[name] = process
+        return RunHandle(
+            backend=self.name,
+            run_id=spec.run_id,
+            name=name,
+            details={"pid": str(process.pid), "keep": str(spec.keep).lower(), "network": network},
+        )
+
+    def _wait_until_created(self, process: subprocess.Popen[bytes], name: str, run_id: str) -> None:
+        deadline = time.monotonic() + CREATE_TIMEOUT_SECONDS
+        delay = 0.02
+        while True:
+            if _container_exists(name):
+                return
+            status = process.poll()
+            if status is not None:
+                if status >= 0 and status != DOCKER_RUN_FAILED:
+                    # The container ran and is gone already (--rm): wait reports status.
+                    return
+                raise BackendError(
+                    f"docker run could not create the container {name} (status {status}); "
+                    "docker's message is above",
+                    backend=self.name,
+                    run_id=run_id,
+                )
+            if time.monotonic() > deadline:
+                raise BackendError(
+                    f"The container {name} was not created within {CREATE_TIMEOUT_SECONDS:.0f} s",
+                    backend=self.name,
+                    run_id=run_id,
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        process = _own_process(handle)
+        if process is not None:
+            try:
+                status = process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                raise _not_ended(handle, timeout) from None
+            # A negative status: docker run itself was killed, not the container,
+            # which the daemon may still be running.
+            if status >= 0:
+                _forget(handle.name)
+                return status
+        return self._docker_wait(handle, timeout)
+
+    def _docker_wait(self, handle: RunHandle, timeout: float | None) -> int:
+        try:
+            completed = run_docker(["wait", handle.name], timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise _not_ended(handle, timeout) from None
+        if completed.returncode != 0:
+            raise BackendError(
+                f"Cannot wait for {handle.name}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
+        try:
+            return int(completed.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise BackendError(
+                f"docker wait {handle.name} gave no exit status",
+                backend=self.name,
+                run_id=handle.run_id,
+            ) from None
+
+    def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
+        argv = [DOCKER, "logs", *(["--follow"] if follow else []), handle.name]
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+            )
+        except FileNotFoundError:
+            raise images.docker_missing() from None
+        last = ""
+        assert process.stdout is not None
+        try:
+            for line in process.stdout:
+                last = line.rstrip("\n")
+                yield last
+        finally:
+            # A caller that stops reading early must not leave `docker logs --follow`.
+            if process.poll() is None:
+                process.terminate()
+            process.stdout.close()
+            process.wait()
+        if process.returncode != 0:
+            raise_if_unreachable(last)
+            raise BackendError(
+                f"Cannot read the output of {handle.name}: {last or 'docker logs failed'}",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
+
+    def collect_results(self, handle: RunHandle, dest: Path) -> None:
+        """Nothing to do: the run directory is bind-mounted, so dest holds the results."""
+
+    def stop(self, handle: RunHandle, grace: float) -> None:
+        completed = run_docker(["stop", "--time", str(max(0, math.ceil(grace))), handle.name])
+        if completed.returncode == 0:
+            return
+        if not _is_gone(completed):
+            raise BackendError(
+                f"Cannot stop {handle.name}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
+        # No container (yet): end a docker run of ours that has not created it.
+        process = _own_process(handle)
+        if process is not None and process.poll() is None:
+            process.terminate()
+
+    def cleanup(self, handle: RunHandle) -> None:
+        if handle.details.get("keep") == "true":
+            return
+        completed = _remove_container(handle.name)
+        if completed.returncode != 0 and not _is_gone(completed):
+            raise BackendError(
+                f"Cannot remove {handle.name}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
+        process = _own_process(handle)
+        if process is not None:
+            _end_process(process)
+            _forget(handle.name)
+
+    # -- finding runs ----------------------------------------------------------------
+
+    def list_runs(self, labels: Mapping[str, str]) -> list[RunInfo]:
+        argv = ["ps", "--all", "--no-trunc", "--format", "{{.ID}}"]
+        for key, value in labels.items():
+            argv += ["--filter", f"label={key}={value}"]
+        completed = run_docker(argv)
+        if completed.returncode != 0:
+            raise BackendError(f"Cannot list containers: {failure_reason(completed)}")
+        ids = completed.stdout.split()
+        if not ids:
+            return []
+        # One inspect of all of them: ps's own labels column is ambiguous ("k=v,k=v").
+        inspected = run_docker(["container", "inspect", *ids])
+        try:
+            containers = json.loads(inspected.stdout or "[]")
+        except json.JSONDecodeError:
+            raise BackendError(f"Cannot inspect containers: {failure_reason(inspected)}") from None
+        # A container removed between the two calls is simply not listed.
+        return [self._run_info(container) for container in containers]
+
+    def _run_info(self, container: Mapping[str, Any]) -> RunInfo:
+        config = container.get("Config") or {}
+        state = container.get("State") or {}
+        run_labels = {str(key): str(value) for key, value in (config.get("Labels") or {}).items()}
+        name = str(container.get("Name", "")).lstrip("/")
+        run_id = run_labels.get(RUN_ID, name.removeprefix("ssebench-"))
+        run_state = _STATES.get(str(state.get("Status", "")), "unknown")
+        exit_code = state.get("ExitCode")
+        return RunInfo(
+            run_id=run_id,
+            name=name,
+            state=run_state,
+            exit_code=int(exit_code) if run_state == "exited" and exit_code is not None else None,
+            image=str(config.get("Image", "")),
+            labels=run_labels,
+            created_at=_parse_created(container.get("Created")),
+            # No "keep" here: cleanup of a run found again removes it (ssebench runs remove).
+            handle=RunHandle(backend=self.name, run_id=run_id, name=name),
+        )
+
+    # -- reaching a run --------------------------------------------------------------
+
+    def endpoint(self, handle: RunHandle, port: int) -> str:
+        completed = run_docker(
+            [
+                "container",
+                "inspect",
+                "--format",
+                "{{json .State.Running}} {{json .NetworkSettings.Networks}}",
+                handle.name,
+            ]
+        )
+        if completed.returncode != 0:
+            raise BackendError(
+                f"The run {handle.run_id} has no container: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
+        running, _, networks_json = completed.stdout.strip().partition(" ")
+        if running != "true":
+            raise BackendError(
+                f"The run {handle.run_id} is not running", backend=self.name, run_id=handle.run_id
+            )
+        networks: dict[str, Any] = json.loads(networks_json or "{}") or {}
+        preferred = handle.details.get("network")
+        ordered = sorted(networks.items(), key=lambda item: item[0] != preferred)
+        for _network, settings in ordered:
+            address = (settings or {}).get("IPAddress")
+            if address:
+                return f"http://{address}:{port}"
+        raise BackendError(
+            f"The container of {handle.run_id} has no address on a Docker network",
+            backend=self.name,
+            run_id=handle.run_id,
+        )
+
+    def exec_argv(
+        self,
+        handle: RunHandle,
+        command: Sequence[str],
+        *,
+        user: str | None = None,
+        workdir: str | None = None,
+        tty: bool = False,
+        stdin: bool = False,
+        env_names: Sequence[str] = (),
+    ) -> list[str]:
+        argv = [DOCKER, "exec"]
+        if stdin:
+            argv.append("--interactive")
+        if tty:
+            argv.append("--tty")
+        if user:
+            argv += ["--user", user]
+        if workdir:
+            argv += ["--workdir", workdir]
+        for name in env_names:
+            # "-e NAME" alone makes docker copy the caller's value; "NAME=..." would
+            # put a value on the command line.
+            if not _ENV_NAME.match(name):
+                raise BackendError(
+                    f"{name!r} is not an environment variable name",
+                    backend=self.name,
+                    run_id=handle.run_id,
+                )
+            argv += ["--env", name]
+        # docker exec takes everything after the container's name as the command.
+        return [*argv, handle.name, *command]
+
+
+def _not_ended(handle: RunHandle, timeout: float | None) -> TimeoutError:
+    return TimeoutError(f"The run {handle.run_id} did not end within {timeout} s")
+
+
+def _container_exists(name: str) -> bool:
+    return run_docker(["container", "inspect", "--format", "{{.Id}}", name]).returncode == 0
+
+
+def _own_process(handle: RunHandle) -> subprocess.Popen[bytes] | None:
+    """The docker run process of handle, if this process started it."""
+    with _processes_lock:
+        process = _processes.get(handle.name)
+    if process is None or str(process.pid) != handle.details.get("pid"):
+        return None
+    return process
+
+
+def _forget(name: str) -> None:
+    with _processes_lock:
+        _processes.pop(name, None)
+
+
+def _discard(process: subprocess.Popen[bytes], name: str) -> None:
+    """Leave nothing of a start that failed: the docker run process and any container
+    the daemon created for it. Best effort: the start's own error is the one to report."""
+    _end_process(process)
+    with contextlib.suppress(UserError, OSError):
+        _remove_container(name)
+
+
+def _end_process(process: subprocess.Popen[bytes]) -> None:
+    """Terminate a docker run process if it still runs, and reap it."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

@@ -1,0 +1,568 @@
+"""Image names and layer builds on the local Docker daemon (docs/image-layers.md).
+
+A sandbox run's image is three layers, each built FROM the one before:
+
+    case    ssebench/case/<dataset>/<task>:<content digest>   the project and the task
+    tool    ssebench/tool/<task>:<tool version>               the in-container runtime
+    agent   ssebench/agent-<agent>/<task>:<agent version>     the agent's program
+
+A Layer describes one build completely (Dockerfile, build args, the files of its
+context, its parent), so one content digest covers everything that goes into it. Every
+image built here carries that digest as the label ssebench.layer-digest; an image whose
+label matches is current and is not built again. The case image's tag is the digest
+itself, so a changed task gets a new image and an unchanged one is reused.
+
+Prebuilt images (--prebuilt) are named by extensions.prebuilt_images only and pulled.
+
+This module also holds the few helpers that call the docker CLI and turn "the daemon
+cannot be reached" into one clear UserError; the Docker backend uses them too.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TextIO
+
+from ssebench.errors import ImageUnavailableError, UserError
+from ssebench.extensions import ImageRequest, Images, prebuilt_images
+from ssebench.runtime import __version__ as RUNTIME_VERSION
+from ssebench.tasks.model import HIDDEN_FOLDER, REFERENCE_PATCH, SOURCE_FOLDER, Task, load_task
+
+__all__ = [
+    "DIGEST_LABEL",
+    "BuildOutput",
+    "Layer",
+    "agent_layer",
+    "build_argv",
+    "build_case_images",
+    "build_layer",
+    "buildx_available",
+    "case_layer",
+    "docker_unreachable",
+    "ensure_layers",
+    "layer_is_current",
+    "prepare_images",
+    "pull_image",
+    "run_docker",
+    "run_layers",
+    "tool_layer",
+]
+
+DOCKER = "docker"
+PACKAGE_DIR = Path(__file__).parent
+DOCKERFILES = PACKAGE_DIR / "dockerfiles"
+RUNTIME_SOURCE = PACKAGE_DIR / "runtime"
+# The tool layer installs the runtime under this package name (tool.Dockerfile).
+RUNTIME_PACKAGE = "ssebench_runtime"
+DIGEST_LABEL = "ssebench.layer-digest"
+# The case image's tag: this many hex digits of its digest are unique enough per task.
+CASE_TAG_LENGTH = 12
+# Bumped when the digest's recipe changes, so old images stop counting as current.
+DIGEST_FORMAT = b"ssebench-layer-1"
+BUILD_LOG_TAIL = 25
+# What never belongs in an image: caches that tools leave beside the sources.
+IGNORED_NAMES = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+IGNORED_SUFFIXES = (".pyc", ".pyo")
+
+LayerKind = Literal["case", "tool", "agent"]
+
+# Docker's reference grammar, one path component and a tag.
+_NAME_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
+_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_UNREACHABLE_MARKERS = (
+    "Cannot connect to the Docker daemon",
+    "error during connect",
+    "while trying to connect to the Docker daemon",
+)
+
+
+# --- the docker CLI ---------------------------------------------------------------
+
+
+def docker_unreachable(reason: str) -> UserError:
+    """The one-line error for a docker CLI that is missing or cannot reach its daemon."""
+    reason = reason.strip().removeprefix("docker: ")
+    end = " " if reason.endswith((".", "?", "!")) else ". "
+    return UserError(
+        f"Docker is not reachable: {reason}{end}Start the Docker daemon "
+        "(sudo dockerd, or systemctl start docker) or set DOCKER_HOST."
+    )
+
+
+def raise_if_unreachable(output: str) -> None:
+    """Raise docker_unreachable when the output of a failed docker call says so.
+
+    The real call's error is read instead of asking `docker info` before every call.
+    """
+    for line in output.splitlines():
+        if any(marker in line for marker in _UNREACHABLE_MARKERS):
+            raise docker_unreachable(line)
+
+
+def docker_missing() -> UserError:
+    return docker_unreachable("the docker command is not installed (not on PATH)")
+
+
+def run_docker(
+    args: Sequence[str], *, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run `docker ARGS` with its output captured, and return it whatever its status.
+
+    Raises UserError when docker is missing or its daemon unreachable; every other
+    failure is the caller's to interpret (failure_reason gives its one-line reason).
+    """
+    try:
+        completed = subprocess.run(
+            [DOCKER, *args],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise docker_missing() from None
+    if completed.returncode != 0:
+        raise_if_unreachable(completed.stderr)
+    return completed
+
+
+def failure_reason(completed: subprocess.CompletedProcess[str]) -> str:
+    """The last line docker wrote to stderr: the one that says what went wrong."""
+    lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
+    if not lines:
+        return f"docker exited with status {completed.returncode}"
+    return lines[-1].removeprefix("Error: ").removeprefix("Error response from daemon: ")
+
+
+def image_exists(image: str) -> bool:
+    return run_docker(["image", "inspect", "--format", "{{.Id}}", image]).returncode == 0
+
+
+@functools.cache
+def buildx_available() -> bool:
+    """True when the buildx plugin is installed; asked once per process."""
+    return run_docker(["buildx", "version"]).returncode == 0
+
+
+# --- layers -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One image build: everything that decides what the image holds.
+
+    sources maps a path in the build context to a file or folder on this host, and
+    generated maps a context path to the bytes of a file made here (task.json). An
+    empty context path is the context's root. tag None means the content digest.
+    """
+
+    kind: LayerKind
+    repository: str
+    tag: str | None
+    dockerfile: Path
+    build_args: Mapping[str, str]
+    sources: tuple[tuple[str, Path], ...]
+    generated: tuple[tuple[str, bytes], ...] = ()
+    parent: Layer | None = None
+    platform: str | None = None
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """SHA-256 of what goes into the image, including its parent's digest."""
+        summary = hashlib.sha256(DIGEST_FORMAT)
+        parts: list[str] = [
+            self.kind,
+            self.parent.digest if self.parent else "",
+            self.platform or "",
+            hashlib.sha256(self.dockerfile.read_bytes()).hexdigest(),
+            json.dumps(sorted(self.build_args.items())),
+        ]
+        for entry in self.context_entries():
+            parts.append(entry.fingerprint())
+        for path, content in sorted(self.generated):
+            parts.append(f"generated {path} {hashlib.sha256(content).hexdigest()}")
+        summary.update("\0".join(parts).encode())
+        return summary.hexdigest()
+
+    @property
+    def image(self) -> str:
+        return f"{self.repository}:{self.tag or self.digest[:CASE_TAG_LENGTH]}"
+
+    def context_entries(self) -> Iterator[ContextEntry]:
+        """Every folder, file and symlink of the context that comes from this host."""
+        for target, source in self.sources:
+            if not source.exists():
+                raise UserError(f"{source} is missing; the {self.kind} layer needs it")
+            yield from _walk(target, source)
+
+    def write_context(self, context: Path) -> None:
+        """Lay the build context out in the empty folder context.
+
+        Modes are normalised (0755 for folders and executables, 0644 for the rest)
+        because the digest counts only the executable bit.
+        """
+        for entry in self.context_entries():
+            entry.copy_into(context)
+        for path, content in self.generated:
+            destination = context / path
+            destination.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            destination.write_bytes(content)
+            destination.chmod(0o644)
+
+
+@dataclass(frozen=True)
+class ContextEntry:
+    """A folder, file or symlink at path (posix, relative to the context's root)."""
+
+    path: str
+    source: Path
+    kind: Literal["folder", "file", "symlink"]
+    executable: bool = False
+
+    def fingerprint(self) -> str:
+        if self.kind == "folder":
+            content = ""
+        elif self.kind == "symlink":
+            content = os.readlink(self.source)
+        else:
+            with self.source.open("rb") as file:
+                content = hashlib.file_digest(file, "sha256").hexdigest()
+        return f"{self.kind} {self.path} {int(self.executable)} {content}"
+
+    def copy_into(self, context: Path) -> None:
+        destination = context / self.path if self.path else context
+        if self.kind == "folder":
+            destination.mkdir(mode=0o755, parents=True, exist_ok=True)
+            destination.chmod(0o755)  # mkdir's mode is subject to the umask
+            return
+        destination.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        if self.kind == "symlink":
+            destination.symlink_to(os.readlink(self.source))
+            return
+        shutil.copyfile(self.source, destination)
+        destination.chmod(0o755 if self.executable else 0o644)
+
+
+def _ignored(name: str) -> bool:
+    return name in IGNORED_NAMES or name.endswith(IGNORED_SUFFIXES)
+
+
+def _entry(path: str, source: Path) -> ContextEntry:
+    mode = source.lstat().st_mode
+    if stat.S_ISLNK(mode):
+        return ContextEntry(path, source, "symlink")
+    if stat.S_ISDIR(mode):
+        return ContextEntry(path, source, "folder")
+    return ContextEntry(path, source, "file", executable=bool(mode & stat.S_IXUSR))
+
+
+def _walk(target: str, source: Path) -> Iterator[ContextEntry]:
+    """source and, for a folder, everything under it, in a stable order."""
+    yield _entry(target, source)
+    if source.is_symlink() or not source.is_dir():
+        return
+    for child in sorted(source.iterdir(), key=lambda path: path.name):
+        if not _ignored(child.name):
+            yield from _walk(f"{target}/{child.name}" if target else child.name, child)
+
+
+def _checked_component(value: str, what: str) -> str:
+    if not _NAME_COMPONENT.match(value):
+        raise UserError(
+            f"The {what} {value!r} cannot be part of an image name: use lowercase letters "
+            "and digits, separated by single '.', '_' or '-'"
+        )
+    return value
+
+
+def _checked_tag(value: str, what: str) -> str:
+    if not _TAG.match(value):
+        raise UserError(
+            f"The {what} {value!r} cannot be an image tag: use up to 128 of A-Z a-z 0-9 _ . -, "
+            "not starting with '.' or '-'"
+        )
+    return value
+
+
+def case_layer(task: Task, *, platform: str | None = None) -> Layer:
+    """The case image of task: its base image, packages, source and private files."""
+    metadata = json.dumps(task.container_metadata(), indent=2, sort_keys=True) + "\n"
+    return Layer(
+        kind="case",
+        repository=(
+            f"ssebench/case/{_checked_component(task.dataset, 'dataset name')}/"
+            f"{_checked_component(task.id, 'task ID')}"
+        ),
+        tag=None,
+        dockerfile=DOCKERFILES / "case.Dockerfile",
+        build_args={
+            "BASE_IMAGE": task.base_image,
+            "PACKAGES": " ".join(task.packages),
+            "SOURCE_DIR": task.source_dir,
+        },
+        sources=(
+            ("repo", task.path / SOURCE_FOLDER),
+            ("task/hidden", task.path / HIDDEN_FOLDER),
+            ("task/reference.patch", task.path / REFERENCE_PATCH),
+        ),
+        generated=(("task/task.json", metadata.encode()),),
+        platform=platform,
+    )
+
+
+def tool_layer(task: Task, case: Layer, *, version: str) -> Layer:
+    """The tool layer: the in-container runtime on top of the case image."""
+    return Layer(
+        kind="tool",
+        repository=f"ssebench/tool/{_checked_component(task.id, 'task ID')}",
+        tag=_checked_tag(version, "tool version"),
+        dockerfile=DOCKERFILES / "tool.Dockerfile",
+        build_args={"BASE_IMAGE": case.image, "RUNTIME_VERSION": RUNTIME_VERSION},
+        sources=((RUNTIME_PACKAGE, RUNTIME_SOURCE),),
+        parent=case,
+        platform=case.platform,
+    )
+
+
+def agent_layer(task: Task, tool: Layer, *, agent: str, version: str, agent_dir: Path) -> Layer:
+    """The agent layer: the agent's folder (agent.json, run) on top of the tool layer."""
+    return Layer(
+        kind="agent",
+        repository=(
+            f"ssebench/agent-{_checked_component(agent, 'agent name')}/"
+            f"{_checked_component(task.id, 'task ID')}"
+        ),
+        tag=_checked_tag(version, "agent version"),
+        dockerfile=DOCKERFILES / "agent.Dockerfile",
+        build_args={"BASE_IMAGE": tool.image, "AGENT_NAME": agent, "AGENT_VERSION": version},
+        sources=(("", agent_dir),),
+        parent=tool,
+        platform=tool.platform,
+    )
+
+
+def run_layers(request: ImageRequest) -> tuple[Layer, Layer, Layer]:
+    """The case, tool and agent layers of a sandbox run, bottom first."""
+    if request.task_dir is None:
+        raise UserError(
+            f"Building the images of {request.task_id} needs the task's folder; "
+            "use a local dataset (--local) or --prebuilt"
+        )
+    if request.agent_dir is None:
+        raise UserError(f"Building the agent layer of {request.agent} needs the agent's folder")
+    task = load_task(request.task_dir, dataset=request.dataset)
+    case = case_layer(task, platform=request.platform)
+    tool = tool_layer(task, case, version=request.tool_version)
+    agent = agent_layer(
+        task,
+        tool,
+        agent=request.agent,
+        version=request.agent_version,
+        agent_dir=request.agent_dir,
+    )
+    return case, tool, agent
+
+
+# --- builds -------------------------------------------------------------------------
+
+
+def build_argv(layer: Layer, context: Path, *, buildx: bool) -> list[str]:
+    """The docker command that builds layer from the context folder."""
+    if buildx:
+        # --load: without it buildx leaves the result in its cache, not in `docker images`.
+        argv = [DOCKER, "buildx", "build", "--load", "--progress", "plain"]
+    else:
+        # --force-rm: the classic builder otherwise keeps the container of a failed step.
+        argv = [DOCKER, "build", "--force-rm"]
+    if layer.platform:
+        argv += ["--platform", layer.platform]
+    argv += [
+        "--file",
+        str(layer.dockerfile),
+        "--tag",
+        layer.image,
+        "--label",
+        f"{DIGEST_LABEL}={layer.digest}",
+    ]
+    for name, value in sorted(layer.build_args.items()):
+        argv += ["--build-arg", f"{name}={value}"]
+    argv.append(str(context))
+    return argv
+
+
+def build_environment(*, buildx: bool) -> dict[str, str]:
+    environment = dict(os.environ)
+    if not buildx:
+        # Without the plugin, the classic builder is the one `docker build` can use.
+        environment["DOCKER_BUILDKIT"] = "0"
+    return environment
+
+
+@dataclass
+class BuildOutput:
+    """Where a build's log goes: each line prefixed with the layer's kind, or, quiet,
+    only the tail of the log when the build fails."""
+
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    quiet: bool = False
+
+    def say(self, message: str) -> None:
+        self.stream.write(f"ssebench: {message}\n")
+        self.stream.flush()
+
+
+def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
+    """Build layer now (the docker layer cache still applies).
+
+    Raises ImageUnavailableError, a UserError, naming the layer and the last lines of
+    its build log when the build fails.
+    """
+    output = output or BuildOutput()
+    buildx = buildx_available()
+    output.say(f"building the {layer.kind} layer {layer.image}")
+    started = time.monotonic()
+    tail: deque[str] = deque(maxlen=BUILD_LOG_TAIL)
+    with tempfile.TemporaryDirectory(prefix=f"ssebench-{layer.kind}-") as context_dir:
+        context = Path(context_dir)
+        layer.write_context(context)
+        argv = build_argv(layer, context, buildx=buildx)
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                env=build_environment(buildx=buildx),
+            )
+        except FileNotFoundError:
+            raise docker_missing() from None
+        with process:
+            assert process.stdout is not None
+            for line in process.stdout:
+                line = line.rstrip("\n")
+                tail.append(line)
+                if not output.quiet:
+                    output.stream.write(f"  {layer.kind} | {line}\n")
+                    output.stream.flush()
+        status = process.wait()
+    if status != 0:
+        raise_if_unreachable("\n".join(tail))
+        log = "\n".join(f"  {line}" for line in tail)
+        raise ImageUnavailableError(
+            f"Building the {layer.kind} layer {layer.image} failed (exit status {status}). "
+            f"The last lines of its build log:\n{log}",
+            image=layer.image,
+        )
+    output.say(f"built {layer.image} in {time.monotonic() - started:.1f} s")
+
+
+def layer_is_current(layer: Layer) -> bool:
+    """True when the image exists and was built from exactly what layer describes."""
+    completed = run_docker(["image", "inspect", "--format", "{{json .Config.Labels}}", layer.image])
+    if completed.returncode != 0:
+        return False
+    try:
+        labels = json.loads(completed.stdout or "null") or {}
+    except json.JSONDecodeError:
+        return False
+    return isinstance(labels, dict) and labels.get(DIGEST_LABEL) == layer.digest
+
+
+def ensure_layers(
+    layers: Sequence[Layer], *, rebuild: bool = False, output: BuildOutput | None = None
+) -> None:
+    """Build the layers that are not current, bottom first; rebuild builds them all.
+
+    The top layer's digest covers every layer under it, so when it is current nothing
+    else is asked: an unchanged run costs one `docker image inspect`.
+    """
+    if not layers:
+        return
+    if not rebuild and layer_is_current(layers[-1]):
+        return
+    for layer in layers:
+        if rebuild or not layer_is_current(layer):
+            build_layer(layer, output)
+
+
+def build_case_images(
+    tasks: Sequence[Task],
+    *,
+    platform: str | None = None,
+    rebuild: bool = False,
+    output: BuildOutput | None = None,
+) -> list[str]:
+    """Build (or reuse) the case image of every task; return their names in order."""
+    images = []
+    for task in tasks:
+        layer = case_layer(task, platform=platform)
+        ensure_layers([layer], rebuild=rebuild, output=output)
+        images.append(layer.image)
+    return images
+
+
+# --- prebuilt -----------------------------------------------------------------------
+
+
+def pull_image(image: str, *, platform: str | None, output: BuildOutput | None = None) -> None:
+    """Pull image; if that fails but a copy is on this machine, warn and use it.
+
+    Raises ImageUnavailableError naming the image and what to do.
+    """
+    output = output or BuildOutput()
+    output.say(f"pulling {image}")
+    argv = ["pull", "--quiet"]
+    if platform:
+        argv += ["--platform", platform]
+    completed = run_docker([*argv, image])
+    if completed.returncode == 0:
+        return
+    reason = failure_reason(completed)
+    if image_exists(image):
+        output.stream.write(
+            f"ssebench: warning: cannot pull {image} ({reason}); "
+            "using the copy already on this machine\n"
+        )
+        output.stream.flush()
+        return
+    raise ImageUnavailableError(
+        f"The image {image} is not available: docker pull failed ({reason}). Publish it "
+        "under $SSEBENCH_REGISTRY (docs/image-layers.md), run `docker login` if the "
+        "registry needs it, or run without --prebuilt to build it here.",
+        image=image,
+    )
+
+
+def prepare_images(request: ImageRequest, output: BuildOutput | None = None) -> Images:
+    """Make a run's images available on the local daemon and return their names.
+
+    Not prebuilt: build case -> tool -> agent as needed; the run's image is the agent
+    layer. Prebuilt: pull the names prebuilt_images gives. Raises UserError.
+    """
+    if request.mode == "sidecar":
+        raise UserError("sidecar mode is not supported by the docker backend yet")
+    if request.prebuilt:
+        images = prebuilt_images(request)
+        pull_image(images.run, platform=request.platform, output=output)
+        return images
+    layers = run_layers(request)
+    ensure_layers(layers, rebuild=request.rebuild, output=output)
+    return Images(run=layers[-1].image)
