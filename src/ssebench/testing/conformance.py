@@ -151,8 +151,10 @@ class BackendContract:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             runs = backend.list_runs({labels.RUN_ID: run_id})
-            if runs and runs[0].state == "running" and next(
-                iter(backend.logs(runs[0].handle)), None
+            if (
+                runs
+                and runs[0].state == "running"
+                and next(iter(backend.logs(runs[0].handle)), None)
             ):
                 return
             time.sleep(0.2)
