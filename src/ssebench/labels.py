@@ -16,6 +16,11 @@ REFERENCE_RUN = "ssebench.reference-run"
 PAIR = "ssebench.run"
 # When the run must end by itself even if its runner died (Unix time, seconds).
 DEADLINE = "ssebench.deadline"
+# Which process started the run, so `ssebench runs prune` can tell an abandoned run.
+RUNNER_HOST = "ssebench.runner-host"
+RUNNER_PID = "ssebench.runner-pid"
+# A run started with --keep-container: prune leaves it to `ssebench runs remove`.
+KEEP = "ssebench.keep"
 
 LISTED_RUNS = {WEBUI: "true"}
 

@@ -20,11 +20,13 @@ import math
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,7 @@ from ssebench.extensions import (
     RunState,
 )
 from ssebench.images import DOCKER, failure_reason, raise_if_unreachable, run_docker
-from ssebench.labels import DEADLINE, RUN_ID
+from ssebench.labels import DEADLINE, KEEP, RUN_ID, RUNNER_HOST, RUNNER_PID
 
 __all__ = ["AGENTS_NETWORK", "OPEN_NETWORK", "DockerBackend", "container_name", "run_argv"]
 
@@ -58,6 +60,15 @@ DEADLINE_SLACK_SECONDS = 1800
 DOCKER_RUN_FAILED = 125
 # Creating a container is quick; this bounds a daemon that hangs.
 CREATE_TIMEOUT_SECONDS = 300.0
+# The capabilities the entrypoint needs (chown the tree, switch to the run's users, end
+# the agent's processes); everything else is dropped.
+TASK_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID", "KILL")
+MEMORY_VARIABLE = "SSEBENCH_DOCKER_MEMORY"
+CPUS_VARIABLE = "SSEBENCH_DOCKER_CPUS"
+PIDS_VARIABLE = "SSEBENCH_DOCKER_PIDS"
+DEFAULT_MEMORY = "4g"
+DEFAULT_CPUS = 2
+DEFAULT_PIDS = 4096
 SIDECAR_UNSUPPORTED = "sidecar mode is not supported by the docker backend yet"
 _GONE_MARKERS = ("No such container", "No such object", "is already in progress")
 _NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_.-]")
@@ -121,7 +132,53 @@ def write_env_file(folder: Path, env: Mapping[str, str]) -> Path:
     return path
 
 
-def run_argv(spec: RunSpec, *, name: str, network: str, env_file: Path, now: float) -> list[str]:
+@dataclass(frozen=True)
+class ResourceLimits:
+    """The task container's limits; each can be changed through its variable."""
+
+    memory: str
+    cpus: str
+    pids: int
+
+    @classmethod
+    def from_environment(cls) -> ResourceLimits:
+        cpus = os.environ.get(CPUS_VARIABLE) or str(min(DEFAULT_CPUS, os.cpu_count() or 1))
+        pids = os.environ.get(PIDS_VARIABLE) or str(DEFAULT_PIDS)
+        if not pids.isdigit() or int(pids) < 1:
+            raise UserError(f"{PIDS_VARIABLE} must be a positive number of processes")
+        return cls(
+            memory=os.environ.get(MEMORY_VARIABLE) or DEFAULT_MEMORY, cpus=cpus, pids=int(pids)
+        )
+
+    def argv(self) -> list[str]:
+        return [
+            "--memory",
+            self.memory,
+            "--cpus",
+            self.cpus,
+            "--pids-limit",
+            str(self.pids),
+        ]
+
+
+def hardening_argv() -> list[str]:
+    """Only the capabilities the entrypoint needs to set the run up and switch users;
+    the agent's processes then end with none (the runtime drops them)."""
+    argv = ["--cap-drop", "ALL"]
+    for capability in TASK_CAPABILITIES:
+        argv += ["--cap-add", capability]
+    return [*argv, "--security-opt", "no-new-privileges"]
+
+
+def run_argv(
+    spec: RunSpec,
+    *,
+    name: str,
+    network: str,
+    env_file: Path,
+    now: float,
+    limits: ResourceLimits | None = None,
+) -> list[str]:
     """The `docker run` command of spec; it holds the env file's path, not its values."""
     deadline = int(now) + spec.timeout + DEADLINE_SLACK_SECONDS
     argv = [DOCKER, "run", "--name", name]
@@ -129,9 +186,16 @@ def run_argv(spec: RunSpec, *, name: str, network: str, env_file: Path, now: flo
         argv.append("--rm")
     # The image was prepared before the run; never reach for a registry here.
     argv += ["--pull", "never", "--env-file", str(env_file), "--network", network]
+    argv += hardening_argv() + (limits or ResourceLimits.from_environment()).argv()
     if spec.platform:
         argv += ["--platform", spec.platform]
-    for key, value in {**spec.labels, DEADLINE: str(deadline)}.items():
+    backend_labels = {
+        DEADLINE: str(deadline),
+        RUNNER_HOST: socket.gethostname(),
+        RUNNER_PID: str(os.getpid()),
+        KEEP: str(spec.keep).lower(),
+    }
+    for key, value in {**spec.labels, **backend_labels}.items():
         argv += ["--label", f"{key}={value}"]
     for mount in (spec.results, spec.archive, *spec.artifacts):
         argv += ["--mount", mount_option(mount)]

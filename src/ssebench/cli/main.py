@@ -29,7 +29,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    arguments = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # Everything after the first "--" is a command for a container (runs exec); it is
+    # split off here because argparse cannot hold options and a free command apart.
+    trailing: list[str] | None = None
+    if "--" in words:
+        split = words.index("--")
+        words, trailing = words[:split], words[split + 1 :]
+    arguments = parser.parse_args(words)
+    if trailing is not None:
+        if not hasattr(arguments, "trailing_command"):
+            parser.error("'--' is only for `ssebench runs exec ID -- COMMAND...`")
+        arguments.trailing_command = trailing
     try:
         code: int = arguments.handler(arguments)
     except SsebenchError as error:

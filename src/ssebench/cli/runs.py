@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from ssebench import labels
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.cli.output import print_json, print_table
 from ssebench.extensions import Backend, RunInfo
+from ssebench.processes import process_exists
 from ssebench.results import iter_summaries
 
 NO_SUCH_RUN = 3
@@ -81,8 +84,12 @@ def register(commands: Any) -> None:
         metavar="NAME",
         help="pass this variable's value from here, by name",
     )
-    execute.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND...")
-    execute.set_defaults(handler=exec_command)
+    execute.set_defaults(handler=exec_command, trailing_command=[])
+    execute.usage = "ssebench runs exec ID [options] -- COMMAND..."
+
+    prune = add_action("prune", help="remove runs whose deadline passed or whose runner is gone")
+    prune.add_argument("--json", action="store_true")
+    prune.set_defaults(handler=prune_command)
 
     results = add_action("results", help="the finished runs in the results folder")
     results.add_argument("--dir", default="results", help="the results folder (./results)")
@@ -221,9 +228,7 @@ def endpoint_command(arguments: argparse.Namespace) -> int:
 
 
 def exec_command(arguments: argparse.Namespace) -> int:
-    command = list(arguments.command)
-    if command[:1] == ["--"]:
-        command = command[1:]
+    command = list(arguments.trailing_command)
     if not command:
         print("ssebench: runs exec needs a command after --, e.g. -- id -un", file=sys.stderr)
         return 1
@@ -246,6 +251,41 @@ def exec_command(arguments: argparse.Namespace) -> int:
     )
     sys.stdout.flush()
     os.execvp(argv[0], argv)
+
+
+def abandoned_reason(run: RunInfo, *, now: float, host: str) -> str | None:
+    """Why run may be removed by prune, or None. Kept runs are never pruned: the user
+    asked for them (ssebench runs remove ends them)."""
+    if run.labels.get(labels.KEEP) == "true":
+        return None
+    deadline = run.labels.get(labels.DEADLINE, "")
+    if deadline.isdigit() and int(deadline) < now:
+        return "its deadline passed"
+    pid = run.labels.get(labels.RUNNER_PID, "")
+    same_host = run.labels.get(labels.RUNNER_HOST) == host
+    if same_host and pid.isdigit() and not process_exists(int(pid)):
+        return f"its runner (process {pid}) is gone"
+    return None
+
+
+def prune_command(arguments: argparse.Namespace) -> int:
+    backend = _backend(arguments)
+    now, host = time.time(), socket.gethostname()
+    removed = []
+    for run in backend.list_runs(labels.LISTED_RUNS):
+        reason = abandoned_reason(run, now=now, host=host)
+        if reason is None:
+            continue
+        backend.stop(run.handle, 0)
+        backend.cleanup(run.handle)
+        removed.append({"run_id": run.run_id, "name": run.name, "reason": reason})
+        if not arguments.json:
+            print(f"removed {run.run_id} ({run.name}): {reason}")
+    if arguments.json:
+        print_json({"backend": backend.name, "removed": removed})
+    elif not removed:
+        print("nothing to prune")
+    return 0
 
 
 def results_command(arguments: argparse.Namespace) -> int:

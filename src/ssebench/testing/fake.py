@@ -37,6 +37,7 @@ from ssebench.extensions import (
     RunState,
 )
 from ssebench.labels import matches
+from ssebench.processes import process_exists
 
 STATE_VARIABLE = "SSEBENCH_FAKE_STATE"
 BEHAVIOUR_VARIABLE = "SSEBENCH_FAKE_BEHAVIOUR"
@@ -51,16 +52,6 @@ def state_root() -> Path:
     root = Path(os.environ.get(STATE_VARIABLE) or Path(tempfile.gettempdir()) / "ssebench-fake")
     root.mkdir(parents=True, exist_ok=True)
     return root
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class FakeBackend(Backend):
@@ -143,7 +134,7 @@ class FakeBackend(Backend):
             code = child.poll()
             return None if code is None else (128 - code if code < 0 else code)
         pid = self._pid(name)
-        if pid is not None and not _alive(pid):
+        if pid is not None and not process_exists(pid):
             return 137  # died without saying how: treat as killed
         return None
 

@@ -1,0 +1,293 @@
+"""The Docker backend under real conditions: kept runs reached from the host, stop and
+kill of the runner, capabilities inside a run, egress, and a stress loop."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PILOT_DATASET
+from tests.docker.conftest import SESSION_PREFIX, docker_lines, leftovers, new_run_id
+
+pytestmark = pytest.mark.docker
+TASK = "py-semver-prerelease"
+# CHOWN, DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID: bits 0, 1, 3, 5, 6, 7.
+ENTRYPOINT_CAPABILITIES = 0b1110_1011
+
+
+def ssebench(
+    *arguments: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ssebench.cli.main", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def start_run(
+    results: Path,
+    run_id: str,
+    *extra: str,
+    agent: str = "sleeper",
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ssebench.cli.main",
+            "run",
+            "--local",
+            str(PILOT_DATASET),
+            "--task",
+            TASK,
+            "--agent",
+            agent,
+            "--run-id",
+            run_id,
+            "--results",
+            str(results),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def listed(run_id: str) -> dict[str, object] | None:
+    runs = json.loads(ssebench("runs", "list", "--json").stdout)["runs"]
+    return next((run for run in runs if run["run_id"] == run_id), None)
+
+
+def wait_until(condition: object, seconds: float = 180, what: str = "") -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if callable(condition) and condition():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def agent_running(run_id: str) -> bool:
+    done = ssebench("runs", "logs", run_id)
+    return done.returncode == 0 and "sleeper" in done.stdout.lower()
+
+
+def summary_of(results: Path, run_id: str, agent: str = "sleeper") -> dict[str, object]:
+    path = results / TASK / "none" / agent / run_id / "summary.json"
+    data: dict[str, object] = json.loads(path.read_text())
+    return data
+
+
+@pytest.fixture
+def kept_run(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    run_id = new_run_id("kept")
+    process = start_run(tmp_path, run_id, "--keep-container")
+    try:
+        wait_until(lambda: agent_running(run_id), what="the sleeper agent to start")
+        yield run_id, process
+    finally:
+        ssebench("runs", "remove", run_id)
+        process.kill()
+        process.wait()
+
+
+def test_a_kept_run_is_reachable_from_the_host(kept_run: tuple[str, object]) -> None:
+    run_id, _ = kept_run
+    run = listed(run_id)
+    assert run is not None and run["state"] == "running"
+    url = ssebench("runs", "endpoint", run_id, "4263").stdout.strip()
+    assert url.startswith("http://") and url.endswith(":4263")
+    with urllib.request.urlopen(f"{url}/version", timeout=10) as response:
+        assert json.load(response)["name"] == "ssebench-daemon"
+    whoami = ssebench("runs", "exec", run_id, "--user", "model", "--", "id", "-un")
+    assert whoami.returncode == 0 and whoami.stdout.strip() == "model"
+
+
+def test_exec_env_passes_values_by_name_only(kept_run: tuple[str, object]) -> None:
+    run_id, _ = kept_run
+    secret = f"sse-exec-secret-{os.getpid()}-{time.monotonic_ns()}"
+    seen_in_cmdline: list[str] = []
+    stop = threading.Event()
+
+    def scan() -> None:
+        while not stop.is_set():
+            for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+                try:
+                    if secret.encode() in cmdline.read_bytes():
+                        seen_in_cmdline.append(str(cmdline))
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    scanner = threading.Thread(target=scan)
+    scanner.start()
+    try:
+        done = ssebench(
+            "runs",
+            "exec",
+            run_id,
+            "--env",
+            "SECRET_NAME",
+            "--",
+            "sh",
+            "-c",
+            'test -n "$SECRET_NAME" && sleep 2',
+            env={"SECRET_NAME": secret},
+        )
+    finally:
+        stop.set()
+        scanner.join()
+    assert done.returncode == 0, done.stderr
+    assert seen_in_cmdline == []
+
+
+def test_capabilities_inside_a_run(kept_run: tuple[str, object]) -> None:
+    """PID 1 keeps the six capabilities it needs; the agent's processes have none."""
+    run_id, _ = kept_run
+    probe = (
+        "import pathlib\n"
+        "for status in pathlib.Path('/proc').glob('[0-9]*/status'):\n"
+        "    fields = dict(line.split(':', 1) for line in status.read_text().splitlines())\n"
+        "    print(status.parent.name, fields['Uid'].split()[0], int(fields['CapEff'], 16),"
+        " fields['NoNewPrivs'].strip())\n"
+    )
+    done = ssebench("runs", "exec", run_id, "--", "python3", "-c", probe)
+    assert done.returncode == 0, done.stderr
+    processes = [line.split() for line in done.stdout.splitlines()]
+    by_pid = {pid: (uid, int(caps), nnp) for pid, uid, caps, nnp in processes}
+    assert by_pid["1"][1] == ENTRYPOINT_CAPABILITIES
+    agent = [entry for entry in by_pid.values() if entry[0] == "1000"]
+    assert agent, "no process of the agent's user"
+    assert all(caps == 0 and nnp == "1" for _, caps, nnp in agent)
+
+
+def test_runs_stop_then_remove_leave_nothing(tmp_path: Path) -> None:
+    run_id = new_run_id("stop")
+    process = start_run(tmp_path, run_id, "--keep-container")
+    wait_until(lambda: agent_running(run_id), what="the sleeper agent to start")
+    assert ssebench("runs", "stop", run_id, "--grace", "10").returncode == 0
+    process.wait(timeout=120)
+    assert summary_of(tmp_path, run_id)["exit_code"] == 143
+    run = listed(run_id)
+    assert run is not None and run["state"] == "exited" and run["exit_code"] == 143
+    assert ssebench("runs", "remove", run_id).returncode == 0
+    assert listed(run_id) is None
+    assert ssebench("runs", "inspect", run_id).returncode == 3
+
+
+def test_sigterm_to_the_runner_records_143_and_leaves_nothing(tmp_path: Path) -> None:
+    run_id = new_run_id("term")
+    process = start_run(tmp_path, run_id)
+    wait_until(lambda: agent_running(run_id), what="the sleeper agent to start")
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 0, output
+    summary = summary_of(tmp_path, run_id)
+    assert summary["exit_code"] == 143 and summary["stopped"] is True
+    assert listed(run_id) is None
+
+
+def test_kill_9_of_the_runner_then_prune_leaves_nothing(tmp_path: Path) -> None:
+    run_id = new_run_id("kill")
+    process = start_run(tmp_path, run_id)
+    wait_until(lambda: agent_running(run_id), what="the sleeper agent to start")
+    process.kill()
+    process.wait()
+    assert listed(run_id) is not None  # the container outlives its runner...
+    pruned = json.loads(ssebench("runs", "prune", "--json").stdout)
+    assert run_id in [run["run_id"] for run in pruned["removed"]]
+    assert listed(run_id) is None  # ...until prune removes it
+
+
+def test_egress_restricted_cannot_reach_the_bridge_open_can(tmp_path: Path) -> None:
+    image = docker_lines(
+        "images", "--format", "{{.Repository}}:{{.Tag}}", f"ssebench/agent-sleeper/{TASK}"
+    )[0]
+    listener = f"ssebench-test-listener-{SESSION_PREFIX}"
+    docker_lines(
+        "run",
+        "-d",
+        "--rm",
+        "--name",
+        listener,
+        "--network",
+        "bridge",
+        "--label",
+        "ssebench.test=true",
+        "--entrypoint",
+        "python3",
+        image,
+        "-m",
+        "http.server",
+        "8000",
+    )
+    try:
+        address = docker_lines(
+            "inspect", "--format", "{{.NetworkSettings.Networks.bridge.IPAddress}}", listener
+        )[0]
+        connect = (
+            f"import socket; socket.create_connection(('{address}', 8000), timeout=3);"
+            "print('connected')"
+        )
+        outcomes = {}
+        for egress in ("restricted", "open"):
+            run_id = new_run_id(egress)
+            process = start_run(tmp_path, run_id, "--egress", egress)
+            try:
+                wait_until(lambda run_id=run_id: agent_running(run_id), what="the agent")
+                done = ssebench(
+                    "runs", "exec", run_id, "--user", "model", "--", "python3", "-c", connect
+                )
+                outcomes[egress] = done.returncode == 0 and "connected" in done.stdout
+            finally:
+                process.send_signal(signal.SIGTERM)
+                process.communicate(timeout=120)
+        assert outcomes == {"restricted": False, "open": True}
+    finally:
+        subprocess.run(["docker", "rm", "-f", listener], capture_output=True)
+
+
+def test_random_stops_and_kills_leave_nothing(tmp_path: Path) -> None:
+    """Twenty short runs, each interrupted at a random moment, in a random way."""
+    generator = random.Random(4263)
+    for index in range(20):
+        run_id = new_run_id(f"chaos{index}")
+        process = start_run(tmp_path, run_id, "--timeout", "20")
+        time.sleep(generator.uniform(0.0, 4.0))
+        way = generator.choice(["sigterm", "sigint", "kill", "runs-stop", "runs-remove"])
+        if way == "sigterm":
+            process.send_signal(signal.SIGTERM)
+        elif way == "sigint":
+            process.send_signal(signal.SIGINT)
+        elif way == "kill":
+            process.kill()
+        elif way == "runs-stop":
+            ssebench("runs", "stop", run_id, "--grace", "5")
+        else:
+            ssebench("runs", "remove", run_id)
+        try:
+            process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+    time.sleep(3)  # a docker run orphaned by a kill may still be creating its container
+    ssebench("runs", "prune")
+    mine = [entry for entry in leftovers() if "chaos" in entry]
+    assert mine == []
