@@ -10,14 +10,18 @@ import importlib.util
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.cli.output import print_json
 from ssebench.cli.run import MODEL_KEY_VARIABLE, MODEL_URL_VARIABLE
 from ssebench.errors import SsebenchError
+
+# The state column of /proc/net/tcp for a listening socket.
+LISTEN_STATE = "0A"
 
 
 @dataclass(frozen=True)
@@ -97,8 +101,50 @@ def kubernetes_checks() -> list[Check]:
     ]
 
 
+def ports_open_to_all(
+    tables: Sequence[Path] = (Path("/proc/net/tcp"), Path("/proc/net/tcp6")),
+) -> list[int]:
+    """TCP ports this host listens on at every address (0.0.0.0 or ::).
+
+    The internal network a restricted run joins has the host as its gateway, so such a
+    listener is reachable from the run; one bound to 127.0.0.1 is not.
+    """
+    ports = set()
+    for table in tables:
+        try:
+            rows = table.read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) < 4 or fields[3] != LISTEN_STATE:
+                continue
+            address, _, port = fields[1].partition(":")
+            if set(address) == {"0"}:
+                ports.add(int(port, 16))
+    return sorted(ports)
+
+
+def host_listener_check() -> Check:
+    ports = ports_open_to_all()
+    if not ports:
+        return Check("host listeners", True, False, "none on all addresses")
+    shown = ", ".join(str(port) for port in ports)
+    return Check(
+        "host listeners",
+        False,
+        False,
+        f"restricted runs can reach this host's ports {shown} (listening on all addresses)",
+        "bind those services to 127.0.0.1, or firewall the ssebench_agents network's gateway",
+    )
+
+
+def docker_and_egress_checks() -> list[Check]:
+    return [*docker_checks(), host_listener_check()]
+
+
 BACKEND_CHECKS: dict[str, Callable[[], list[Check]]] = {
-    "docker": docker_checks,
+    "docker": docker_and_egress_checks,
     "kubernetes": kubernetes_checks,
 }
 
