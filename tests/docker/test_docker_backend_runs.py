@@ -8,7 +8,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import run_arguments, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import SESSION_PREFIX, docker_lines, leftovers, new_run_id
 
@@ -26,18 +26,6 @@ TASK = "py-semver-prerelease"
 ENTRYPOINT_CAPABILITIES = 0b1110_1011
 
 
-def ssebench(
-    *arguments: str, env: dict[str, str] | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ssebench.cli.main", *arguments],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-    )
-
-
 def start_run(
     results: Path,
     run_id: str,
@@ -45,29 +33,8 @@ def start_run(
     agent: str = "sleeper",
     env: dict[str, str] | None = None,
 ) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ssebench.cli.main",
-            "run",
-            "--local",
-            str(PILOT_DATASET),
-            "--task",
-            TASK,
-            "--agent",
-            agent,
-            "--run-id",
-            run_id,
-            "--results",
-            str(results),
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
+    arguments = run_arguments(PILOT_DATASET, TASK, agent, run_id, results, *extra)
+    return start_ssebench(*arguments, env=env)
 
 
 def listed(run_id: str) -> dict[str, object] | None:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ssebench.tasks import load_dataset
+from tests.cli import last_line_verdict, run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
 
@@ -22,35 +20,14 @@ LOG_FILES = ("agent.log", "daemon.log", "evaluator.log", "entrypoint.log")
 def ssebench_run(
     results: Path, task: str, agent: str, *extra: str, timeout: float = 900
 ) -> tuple[Path, dict[str, object]]:
-    run_id = new_run_id(agent)
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ssebench.cli.main",
-            "run",
-            "--local",
-            str(PILOT_DATASET),
-            "--task",
-            task,
-            "--agent",
-            agent,
-            "--run-id",
-            run_id,
-            "--results",
-            str(results),
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ),
-    )
+    """A whole pilot run through the CLI; its run directory and summary.json."""
+    arguments = run_arguments(PILOT_DATASET, task, agent, new_run_id(agent), results, *extra)
+    done = ssebench(*arguments, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    status, run_dir = done.stdout.strip().splitlines()[-1].split("\t")
-    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    status, run_dir = last_line_verdict(done.stdout)
+    summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == status
-    return Path(run_dir), summary
+    return run_dir, summary
 
 
 def steps(summary: dict[str, object]) -> dict[str, bool]:

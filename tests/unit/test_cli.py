@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,39 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import last_line_verdict, run_arguments, ssebench, start_ssebench
+
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "datasets" / "tiny"
 
 
-def ssebench(
-    *arguments: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ssebench.cli.main", *arguments],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-    )
-
-
-def run_arguments(tmp_path: Path, agent: str, run_id: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "fake",
-        "--local",
-        str(TINY),
-        "--task",
-        "tiny-add",
-        "--agent",
-        agent,
-        "--run-id",
-        run_id,
-        "--results",
-        str(tmp_path / "results"),
-        *extra,
-    ]
+def tiny_run(tmp_path: Path, agent: str, run_id: str, *extra: str) -> list[str]:
+    results = tmp_path / "results"
+    return run_arguments(TINY, "tiny-add", agent, run_id, results, "--backend", "fake", *extra)
 
 
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
@@ -56,18 +30,18 @@ def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_run_passes_and_records(tmp_path: Path) -> None:
-    done = ssebench(*run_arguments(tmp_path, "reference", "cli-1", "--require-pass"))
+    done = ssebench(*tiny_run(tmp_path, "reference", "cli-1", "--require-pass"))
     assert done.returncode == 0, done.stderr
-    status, run_dir = done.stdout.strip().splitlines()[-1].split("\t")
+    status, run_dir = last_line_verdict(done.stdout)
     assert status == "passed"
-    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["config"]["backend"] == "fake"
     assert summary["config"]["model"] == "none"
 
 
 def test_require_pass_exits_1_on_a_failed_grade(tmp_path: Path) -> None:
-    assert ssebench(*run_arguments(tmp_path, "dummy", "cli-2")).returncode == 0
-    assert ssebench(*run_arguments(tmp_path, "dummy", "cli-3", "--require-pass")).returncode == 1
+    assert ssebench(*tiny_run(tmp_path, "dummy", "cli-2")).returncode == 0
+    assert ssebench(*tiny_run(tmp_path, "dummy", "cli-3", "--require-pass")).returncode == 1
 
 
 @pytest.mark.parametrize(
@@ -88,7 +62,7 @@ def test_require_pass_exits_1_on_a_failed_grade(tmp_path: Path) -> None:
     ],
 )
 def test_bad_input_is_one_line_and_exit_1(tmp_path: Path, extra: list[str], expected: str) -> None:
-    arguments = run_arguments(tmp_path, "reference", "cli-bad") + extra
+    arguments = tiny_run(tmp_path, "reference", "cli-bad") + extra
     assert expected in one_line_error(ssebench(*arguments))
 
 
@@ -114,13 +88,7 @@ def test_help_does_not_import_the_kubernetes_client() -> None:
 def start_run(
     tmp_path: Path, agent: str, run_id: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "ssebench.cli.main", *run_arguments(tmp_path, agent, run_id)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
+    return start_ssebench(*tiny_run(tmp_path, agent, run_id), env=env)
 
 
 def wait_for_line(process: subprocess.Popen[str], text: str, seconds: float = 30) -> list[str]:
@@ -224,8 +192,8 @@ def test_runs_endpoint_on_a_backend_without_it_is_one_line(fake_state: Path) -> 
 
 
 def test_runs_results_reads_files_only(tmp_path: Path) -> None:
-    ssebench(*run_arguments(tmp_path, "reference", "res-1"))
-    ssebench(*run_arguments(tmp_path, "dummy", "res-2"))
+    ssebench(*tiny_run(tmp_path, "reference", "res-1"))
+    ssebench(*tiny_run(tmp_path, "dummy", "res-2"))
     done = ssebench(
         "runs", "--backend", "nope", "results", "--json", "--dir", str(tmp_path / "results")
     )

@@ -1,0 +1,64 @@
+"""Running the real `ssebench` command from tests, as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SSEBENCH = [sys.executable, "-m", "ssebench.cli.main"]
+
+
+def ssebench(
+    *arguments: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 300,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ssebench to the end; stdout and stderr are captured apart."""
+    return subprocess.run(
+        [*SSEBENCH, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def start_ssebench(*arguments: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start ssebench in the background; stdout and stderr come merged on stdout."""
+    return subprocess.Popen(
+        [*SSEBENCH, *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def run_arguments(
+    dataset: Path, task: str, agent: str, run_id: str, results: Path, *extra: str
+) -> list[str]:
+    """The arguments of `ssebench run` for one task and agent."""
+    return [
+        "run",
+        "--local",
+        str(dataset),
+        "--task",
+        task,
+        "--agent",
+        agent,
+        "--run-id",
+        run_id,
+        "--results",
+        str(results),
+        *extra,
+    ]
+
+
+def last_line_verdict(stdout: str) -> tuple[str, Path]:
+    """The grade and run directory that `ssebench run` prints last."""
+    status, run_dir = stdout.strip().splitlines()[-1].split("\t")
+    return status, Path(run_dir)
