@@ -8,7 +8,7 @@ FIXTURES := -e tests/fixtures/ssebench_fake_ext -e tests/fixtures/ssebench_examp
 
 $(VENV)/.installed: pyproject.toml tests/fixtures/*/pyproject.toml
 	python3 -m venv $(VENV)
-	$(BIN)/pip install -q -e '.[dev]' $(FIXTURES)
+	PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(BIN)/pip install -q -e '.[dev,webui]' $(FIXTURES)
 	touch $@
 
 dev: $(VENV)/.installed

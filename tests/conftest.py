@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,12 +40,55 @@ def docker_problem() -> str | None:
     return None
 
 
+@functools.cache
+def kubernetes_problem() -> str | None:
+    """None when the cluster of $KUBECONFIG answers, else why not."""
+    if not os.environ.get("KUBECONFIG"):
+        return "KUBECONFIG is not set (bash ../shared/k8s-local/up.sh prints one)"
+    try:
+        from kubernetes import client, config
+    except ImportError:
+        return "the kubernetes client is not installed: pip install -e '.[dev,kubernetes]'"
+    try:
+        configuration = client.Configuration()
+        config.load_kube_config(client_configuration=configuration)
+        client.VersionApi(client.ApiClient(configuration)).get_code(_request_timeout=10)
+    except Exception as error:
+        return f"no cluster answers via KUBECONFIG: {type(error).__name__}: {str(error)[:200]}"
+    return None
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@functools.cache
+def browser_problem() -> str | None:
+    """None when Debian's chromium and Playwright's Python package are here, else why not."""
+    if not CHROMIUM.is_file():
+        return f"no {CHROMIUM}: apt-get install -y chromium"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright is not installed: pip install -e '.[dev,webui]'"
+    return None
+
+
+# What a marker needs, and how to tell whether this machine has it.
+NEEDS: dict[str, tuple[str, Callable[[], str | None]]] = {
+    "docker": ("Docker", docker_problem),
+    "kubernetes": ("Kubernetes", kubernetes_problem),
+    "browser": ("a browser", browser_problem),
+}
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("docker"):
-        problem = docker_problem()
+    for marker, (thing, problem_of) in NEEDS.items():
+        if not item.get_closest_marker(marker):
+            continue
+        problem = problem_of()
         if problem is not None:
             if IN_CI:
-                pytest.fail(f"CI=true and this test needs Docker: {problem}")
+                pytest.fail(f"CI=true and this test needs {thing}: {problem}")
             pytest.skip(problem)
 
 

@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 
 from ssebench import __version__
-from ssebench.cli import dataset, doctor, run, runs, tasks
+from ssebench.cli import dataset, doctor, run, runs, tasks, webui
 from ssebench.errors import SsebenchError
 
-COMMAND_GROUPS = (run, runs, tasks, dataset, doctor)
+COMMAND_GROUPS = (run, runs, tasks, dataset, doctor, webui)
 
 
 def build_parser() -> argparse.ArgumentParser:

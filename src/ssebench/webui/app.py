@@ -1,0 +1,335 @@
+"""The web UI's ASGI application: the page, its JSON API and the terminal's WebSocket.
+
+Every request passes security.Guard first (token, Origin, Host, hosted mode). The API:
+
+GET    /api/health                      hosted?, terminal?, does it need a token
+GET    /api/runs                        the run list (filters, sort, paging)
+POST   /api/runs                        launch {task, agent, model?, run_id?}
+GET    /api/runs/{id}                   one run: grade, settings, timings
+GET    /api/runs/{id}/dialog?since=N    its dialog events after N
+GET    /api/runs/{id}/diff              its patch, as now (running) or as graded
+GET    /api/runs/{id}/logs?file=NAME    a log file of its run directory
+GET    /api/runs/{id}/logs?since=N      its container's output from line N on
+POST   /api/runs/{id}/stop              stop it (it is graded and recorded)
+DELETE /api/runs/{id}                   remove its containers
+GET    /api/launch                      what the launcher offers
+WS     /api/runs/{id}/terminal          a shell in its container
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket
+
+from ssebench import __version__
+from ssebench.backends import load_backend
+from ssebench.errors import SsebenchError, UserError
+from ssebench.extensions import Backend
+from ssebench.results import check_run_id
+from ssebench.webui.catalog import SORT_KEYS, RunCatalog, RunRecord, results_root, row, select
+from ssebench.webui.launcher import Launcher
+from ssebench.webui.security import APP_PROTOCOL, Guard, offered_protocols
+from ssebench.webui.settings import WebSettings
+from ssebench.webui.terminal import SHELL_COMMAND, PseudoTerminal, bridge, clamp_size
+from ssebench.webui.watch import Watcher
+
+STATIC = Path(str(files("ssebench.webui") / "static"))
+STOP_GRACE_SECONDS = 30.0
+TERMINAL_USERS = ("model", "root")
+MAX_BODY_BYTES = 16 * 1024
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status, headers={"cache-control": "no-store"})
+
+
+def _api(handler: Handler) -> Handler:
+    """Turn ApiError and ssebench's own errors into {"error": ...} answers."""
+
+    async def handle(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except ApiError as error:
+            return _json({"error": str(error)}, error.status)
+        except UserError as error:
+            return _json({"error": str(error)}, 400)
+        except SsebenchError as error:
+            return _json({"error": str(error)}, 502)
+
+    return handle
+
+
+def _integer(request: Request, name: str, default: int) -> int:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ApiError(400, f"{name} must be a whole number") from None
+
+
+class WebUI:
+    """The state the routes share: the backend, the caches, the launches."""
+
+    def __init__(self, settings: WebSettings, backend: Backend) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.results = results_root(settings.results)
+        self.launcher = Launcher(settings, self.results)
+        self.catalog = RunCatalog(backend, self.results, launching=self.launcher.starting)
+        self.watcher = Watcher(backend)
+        self._background: set[asyncio.Task[None]] = set()
+
+    @property
+    def terminal_available(self) -> bool:
+        return not self.settings.hosted and self.settings.terminal and self.backend.supports_exec
+
+    def routes(self) -> list[Route | WebSocketRoute | Mount]:
+        return [
+            Route("/", self.page),
+            Route("/api/health", _api(self.health)),
+            Route("/api/runs", _api(self.list_runs), methods=["GET"]),
+            Route("/api/runs", _api(self.launch), methods=["POST"]),
+            Route("/api/launch", _api(self.launch_options)),
+            Route("/api/runs/{run_id}", _api(self.run_detail), methods=["GET"]),
+            Route("/api/runs/{run_id}", _api(self.remove), methods=["DELETE"]),
+            Route("/api/runs/{run_id}/dialog", _api(self.dialog)),
+            Route("/api/runs/{run_id}/diff", _api(self.diff)),
+            Route("/api/runs/{run_id}/logs", _api(self.logs)),
+            Route("/api/runs/{run_id}/stop", _api(self.stop), methods=["POST"]),
+            WebSocketRoute("/api/runs/{run_id}/terminal", self.terminal),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ]
+
+    # -- the page --------------------------------------------------------------------
+
+    async def page(self, request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
+
+    async def health(self, request: Request) -> Response:
+        return _json(
+            {
+                "ok": True,
+                "version": __version__,
+                "hosted": self.settings.hosted,
+                "terminal": self.terminal_available,
+                "launcher": not self.settings.hosted,
+                "token_required": self.settings.token is not None,
+                "backend": self.backend.name,
+                "supports_exec": self.backend.supports_exec,
+            }
+        )
+
+    # -- reading ---------------------------------------------------------------------
+
+    async def _record(self, request: Request) -> RunRecord:
+        run_id = request.path_params["run_id"]
+        check_run_id(run_id)
+        record = await self.catalog.find(run_id)
+        if record is None:
+            raise ApiError(404, f"No run with the ID {run_id!r}")
+        return record
+
+    async def list_runs(self, request: Request) -> Response:
+        query = request.query_params
+        sort = query.get("sort", "started_at")
+        if sort not in SORT_KEYS:
+            raise ApiError(400, f"sort must be one of {', '.join(SORT_KEYS)}")
+        order = query.get("order", "desc")
+        if order not in ("asc", "desc"):
+            raise ApiError(400, "order must be asc or desc")
+        self.launcher.reap()
+        rows = [row(record) for record in await self.catalog.records()]
+        if query.get("state") == "live":
+            rows = [item for item in rows if item["state"] in ("running", "created", "starting")]
+        filters = {key: query.get(key, "") for key in ("status", "task", "agent", "model")}
+        if query.get("state") not in (None, "", "live"):
+            filters["state"] = query["state"]
+        selected = select(
+            rows,
+            filters=filters,
+            query=query.get("q", ""),
+            sort=sort,
+            descending=order == "desc",
+            limit=_integer(request, "limit", 200),
+            offset=_integer(request, "offset", 0),
+        )
+        return _json({**selected, "backend_error": self.catalog.live.error})
+
+    async def run_detail(self, request: Request) -> Response:
+        record = await self._record(request)
+        detail = await self.watcher.detail(record)
+        detail["launch_output"] = self.launcher.output(record.run_id)
+        detail["can_stop"] = not self.settings.hosted and (
+            record.running or record.run_id in self.launcher.starting()
+        )
+        detail["can_remove"] = not self.settings.hosted and record.live is not None
+        detail["terminal"] = self.terminal_available and record.running
+        return _json(detail)
+
+    async def dialog(self, request: Request) -> Response:
+        record = await self._record(request)
+        return _json(await self.watcher.dialog(record, max(0, _integer(request, "since", 0))))
+
+    async def diff(self, request: Request) -> Response:
+        record = await self._record(request)
+        return _json(await self.watcher.diff(record))
+
+    async def logs(self, request: Request) -> Response:
+        record = await self._record(request)
+        name = request.query_params.get("file")
+        if name:
+            return _json(await self.watcher.log_file(record, name))
+        since = max(0, _integer(request, "since", 0))
+        return _json(await asyncio.to_thread(self.watcher.container_output, record, since))
+
+    # -- acting (never in hosted mode; Guard refuses the methods, these the rest) ------
+
+    def _not_hosted(self, what: str) -> None:
+        if self.settings.hosted:
+            raise ApiError(403, f"Hosted mode: {what} is turned off")
+
+    async def launch_options(self, request: Request) -> Response:
+        self._not_hosted("the launcher")
+        return _json(await asyncio.to_thread(self.launcher.options))
+
+    async def launch(self, request: Request) -> Response:
+        self._not_hosted("the launcher")
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            raise ApiError(413, "The request is too large")
+        try:
+            data = await request.json()
+        except ValueError:
+            raise ApiError(400, "The body must be JSON") from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "The body must be a JSON object")
+        values: dict[str, str | None] = {}
+        for key, required in (("task", True), ("agent", True), ("model", False), ("run_id", False)):
+            value = data.get(key)
+            if value in (None, "") and not required:
+                values[key] = None
+            elif isinstance(value, str) and value:
+                values[key] = value
+            else:
+                raise ApiError(400, f"{key} must be a non-empty string")
+        if values["run_id"] is not None and await self.catalog.find(values["run_id"]):
+            raise ApiError(409, f"A run with the ID {values['run_id']!r} exists")
+        launch = await asyncio.to_thread(
+            self.launcher.launch,
+            task=str(values["task"]),
+            agent=str(values["agent"]),
+            model=values["model"],
+            run_id=values["run_id"],
+        )
+        self.catalog.forget()
+        return _json({"run_id": launch.run_id}, 202)
+
+    async def stop(self, request: Request) -> Response:
+        self._not_hosted("stopping runs")
+        record = await self._record(request)
+        if self.launcher.interrupt(record.run_id):
+            # Its runner stops the container, waits for the grade and records the run.
+            return _json({"run_id": record.run_id, "stopping": True}, 202)
+        if record.live is None:
+            raise ApiError(409, "The run has no container to stop")
+        handle = record.live.handle
+        self._in_background(asyncio.to_thread(self.backend.stop, handle, STOP_GRACE_SECONDS))
+        return _json({"run_id": record.run_id, "stopping": True}, 202)
+
+    async def remove(self, request: Request) -> Response:
+        self._not_hosted("removing runs")
+        record = await self._record(request)
+        if record.live is None:
+            raise ApiError(409, "The run has no container to remove; its results stay")
+        self.launcher.interrupt(record.run_id)
+        handle = record.live.handle
+        await asyncio.to_thread(self.backend.stop, handle, 0)
+        await asyncio.to_thread(self.backend.cleanup, handle)
+        self.catalog.forget()
+        return _json({"run_id": record.run_id, "removed": True})
+
+    def _in_background(self, work: Awaitable[None]) -> None:
+        async def run() -> None:
+            with contextlib.suppress(SsebenchError):
+                await work
+            self.catalog.forget()
+
+        task = asyncio.ensure_future(run())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- the terminal ------------------------------------------------------------------
+
+    async def terminal(self, websocket: WebSocket) -> None:
+        # Refusing before accept answers the handshake with HTTP 403.
+        if not self.terminal_available:
+            await websocket.close(code=1008)
+            return
+        run_id = websocket.path_params["run_id"]
+        user = websocket.query_params.get("user", "model")
+        try:
+            check_run_id(run_id)
+        except UserError:
+            await websocket.close(code=1008)
+            return
+        record = await self.catalog.find(run_id)
+        if (
+            record is None
+            or record.live is None
+            or not record.running
+            or user not in TERMINAL_USERS
+        ):
+            await websocket.close(code=1008)
+            return
+        cols, rows = clamp_size(
+            websocket.query_params.get("cols"), websocket.query_params.get("rows")
+        )
+        try:
+            argv = self.backend.exec_argv(
+                record.live.handle,
+                SHELL_COMMAND,
+                user=user,
+                workdir=self.launcher.source_dir(str(row(record)["task"])),
+                tty=True,
+                stdin=True,
+            )
+            pseudo_terminal = PseudoTerminal(argv, cols, rows)
+        except (SsebenchError, OSError):
+            await websocket.close(code=1011)
+            return
+        protocol = APP_PROTOCOL if APP_PROTOCOL in offered_protocols(websocket.headers) else None
+        await websocket.accept(subprotocol=protocol)
+        await bridge(websocket, pseudo_terminal)
+
+
+def create_app(settings: WebSettings, backend: Backend | None = None) -> Starlette:
+    """The application; the backend is loaded from settings.backend unless given."""
+    web = WebUI(settings, backend or load_backend(settings.backend))
+    app = Starlette(
+        routes=web.routes(),
+        middleware=[Middleware(Guard, settings=settings)],
+    )
+    app.state.web = web
+    return app
