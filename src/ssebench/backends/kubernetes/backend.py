@@ -1,0 +1,911 @@
+"""The Kubernetes backend: one Job per run (spec: kubernetes.txt).
+
+A run is three objects named ssebench-<run id>: a Secret with its environment, a
+NetworkPolicy, and a Job whose pod runs the task container and a collector that keeps
+the pod alive until the results are read out through the API (tar over pods/exec).
+
+The official client is imported here only, and only when a method needs the API, so
+`ssebench --help` and Docker runs never load it. The backend holds no run state between
+calls: a RunHandle names the Job and its namespace, and runs are found again by label.
+Within one process it keeps the API client and the threads that copy a run's output to
+stdout, so wait can let them finish.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import functools
+import json
+import os
+import secrets
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ssebench.backends.kubernetes import archive, manifests, portforward
+from ssebench.backends.kubernetes.config import KubernetesSettings, is_label_key, is_label_value
+from ssebench.errors import BackendError, UserError
+from ssebench.extensions import (
+    ARCHIVE_TARGET,
+    REFERENCE_PATCH_TARGET,
+    RESULTS_TARGET,
+    Backend,
+    ImageRequest,
+    Images,
+    ProxyEndpoint,
+    RunHandle,
+    RunInfo,
+    RunSpec,
+    RunState,
+    prebuilt_images,
+)
+from ssebench.labels import DEADLINE, KEEP, RESULTS, RUN_ID, RUNNER_HOST, RUNNER_PID, matches
+
+__all__ = ["KubernetesBackend", "pod_is_running"]
+
+CLIENT_MISSING = (
+    "The kubernetes backend needs the Kubernetes Python client: pip install 'ssebench[kubernetes]'"
+)
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+REQUEST_TIMEOUT = 30
+POLL_SECONDS = 1.0
+# A run that never starts (spec, "Stopping and cleaning up").
+PULL_ERROR_SECONDS = 90.0
+NO_CONTAINER_SECONDS = 600.0
+PULL_ERRORS = frozenset(
+    {"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"}
+)
+# A task container that has not exited this long after its SIGTERM is deleted.
+STOP_GRACE_SECONDS = 20.0
+# What wait reports for a task container deleted with its Job: 128 + SIGKILL.
+KILLED_STATUS = 137
+CLEANUP_WAIT_SECONDS = 30.0
+COPY_POD_SECONDS = 600
+LOG_DRAIN_SECONDS = 10.0
+KUBECTL = "kubectl"
+
+_log_threads: dict[str, threading.Thread] = {}
+_log_threads_lock = threading.Lock()
+# Runs this process deleted because they outlived a stop's grace ("namespace/job"), so
+# a wait that starts after the pod is gone still reports them as killed.
+_killed: set[str] = set()
+
+
+# -- the client ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Api:
+    core: Any
+    batch: Any
+    networking: Any
+    stream: Callable[..., Any]
+    api_exception: type[Exception]
+
+
+@functools.cache
+def _api() -> _Api:
+    """The API client, from the kubeconfig or, in a pod, its service account."""
+    try:
+        from kubernetes.stream import stream
+
+        from kubernetes import client, config
+    except ImportError:
+        raise UserError(CLIENT_MISSING) from None
+    configuration = client.Configuration()
+    loaders: Any = config  # the client's loaders are untyped
+    kubeconfig = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    try:
+        if os.environ.get("KUBECONFIG") or Path(kubeconfig).is_file():
+            loaders.load_kube_config(client_configuration=configuration)
+        elif (SERVICE_ACCOUNT / "token").is_file():
+            loaders.load_incluster_config(client_configuration=configuration)
+        else:
+            raise UserError(
+                "No Kubernetes configuration: set KUBECONFIG, or run ssebench in a pod "
+                "with a service account"
+            )
+    except config.ConfigException as error:
+        raise UserError(f"Cannot load the Kubernetes configuration: {error}") from None
+    api_client = client.ApiClient(configuration)
+    return _Api(
+        core=client.CoreV1Api(api_client),
+        batch=client.BatchV1Api(api_client),
+        networking=client.NetworkingV1Api(api_client),
+        stream=stream,
+        api_exception=client.exceptions.ApiException,
+    )
+
+
+def _reason(error: Exception) -> str:
+    """The API's message of an error, one line."""
+    body = getattr(error, "body", None)
+    message = ""
+    if body:
+        with contextlib.suppress(ValueError, TypeError):
+            message = str(json.loads(body).get("message", ""))
+    status = getattr(error, "status", None)
+    if status is not None:
+        reason = getattr(error, "reason", "") or ""
+        return f"{status} {reason}: {message}".strip(": ") if message else f"{status} {reason}"
+    return f"{type(error).__name__}: {error}".splitlines()[0][:300]
+
+
+def _redact(message: str, hidden: Iterable[str]) -> str:
+    for value in hidden:
+        if len(value) >= 4:
+            message = message.replace(value, "***")
+    return message
+
+
+def _call(
+    what: str,
+    function: Callable[..., Any],
+    *args: Any,
+    missing_ok: bool = False,
+    run_id: str | None = None,
+    hidden: Iterable[str] = (),
+    request_timeout: float | None = REQUEST_TIMEOUT,
+    **kwargs: Any,
+) -> Any:
+    """function(*args, **kwargs), with API failures as one-line BackendErrors."""
+    api = _api()
+    try:
+        return function(*args, _request_timeout=request_timeout, **kwargs)
+    except api.api_exception as error:
+        if missing_ok and getattr(error, "status", None) == 404:
+            return None
+        message = _redact(f"{what}: {_reason(error)}", hidden)
+        raise BackendError(message, backend="kubernetes", run_id=run_id) from None
+    except Exception as error:  # urllib3's connection errors have no common base here
+        message = _redact(f"{what}: cannot reach the Kubernetes API ({_reason(error)})", hidden)
+        raise BackendError(message, backend="kubernetes", run_id=run_id) from None
+
+
+# -- reading pods ----------------------------------------------------------------------
+
+
+def _container_status(pod: Any, container: str) -> Any | None:
+    for status in (pod.status and pod.status.container_statuses) or []:
+        if status.name == container:
+            return status
+    return None
+
+
+def _task_state(pod: Any | None) -> tuple[RunState, int | None]:
+    status = _container_status(pod, manifests.TASK_CONTAINER) if pod is not None else None
+    if status is None or status.state is None:
+        return "created", None
+    if status.state.terminated is not None:
+        return "exited", int(status.state.terminated.exit_code)
+    if status.state.running is not None:
+        return "running", None
+    return "created", None
+
+
+def _pending_reason(pod: Any | None, container: str) -> str:
+    """Why the pod has no running container yet, in the pod's own words."""
+    if pod is None:
+        return "the Job has no pod"
+    status = _container_status(pod, container)
+    waiting = status.state.waiting if status is not None and status.state is not None else None
+    if waiting is not None and waiting.reason:
+        return f"{waiting.reason}: {waiting.message or ''}".strip(": ")
+    for condition in (pod.status and pod.status.conditions) or []:
+        if condition.status == "False" and condition.reason:
+            return f"{condition.reason}: {condition.message or ''}".strip(": ")
+    if pod.status and pod.status.reason:
+        return f"{pod.status.reason}: {pod.status.message or ''}".strip(": ")
+    return f"the pod is {(pod.status and pod.status.phase) or 'pending'}"
+
+
+def _newest(pods: Iterable[Any]) -> Any | None:
+    alive = [pod for pod in pods if pod.metadata.deletion_timestamp is None]
+    candidates = alive or list(pods)
+    if not candidates:
+        return None
+    return max(candidates, key=lambda pod: pod.metadata.creation_timestamp or 0)
+
+
+def _iso(timestamp: Any) -> str | None:
+    if timestamp is None:
+        return None
+    return str(timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+
+def pod_is_running(namespace: str, pod: str) -> bool:
+    """True while the pod exists and its task container runs (the port-forward's life)."""
+    api = _api()
+    found = _call(
+        f"Cannot read the pod {pod}", api.core.read_namespaced_pod, pod, namespace, missing_ok=True
+    )
+    return found is not None and _task_state(found)[0] == "running"
+
+
+# -- the output of a run ---------------------------------------------------------------
+
+
+def _decoded_lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    pending = ""
+    for chunk in chunks:
+        pending += decoder.decode(chunk)
+        *lines, pending = pending.split("\n")
+        yield from (line.rstrip("\r") for line in lines)
+    pending += decoder.decode(b"", final=True)
+    if pending:
+        yield pending.rstrip("\r")
+
+
+def _copy_output(namespace: str, pod: str) -> None:
+    """Copy the task container's output to stdout as it is written, until it exits."""
+    api = _api()
+    try:
+        response = api.core.read_namespaced_pod_log(
+            pod,
+            namespace,
+            container=manifests.TASK_CONTAINER,
+            follow=True,
+            _preload_content=False,
+        )
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        for chunk in response.stream(4096):
+            sys.stdout.write(decoder.decode(chunk))
+            sys.stdout.flush()
+    except Exception as error:  # the run goes on; only its echo on this terminal ends
+        sys.stderr.write(f"ssebench: the output of {pod} stopped: {_reason(error)}\n")
+
+
+def _start_output_thread(namespace: str, pod: str) -> None:
+    thread = threading.Thread(target=_copy_output, args=(namespace, pod), daemon=True)
+    with _log_threads_lock:
+        _log_threads[f"{namespace}/{pod}"] = thread
+    thread.start()
+
+
+def _drain_output(namespace: str, pod: str) -> None:
+    with _log_threads_lock:
+        thread = _log_threads.pop(f"{namespace}/{pod}", None)
+    if thread is not None:
+        thread.join(LOG_DRAIN_SECONDS)
+
+
+# -- the backend -----------------------------------------------------------------------
+
+
+class KubernetesBackend(Backend):
+    """Runs each run as a Job in SSEBENCH_K8S_NAMESPACE, from prebuilt images only."""
+
+    name = "kubernetes"
+    builds_images = False
+    supports_exec = True
+
+    def __init__(self, settings: KubernetesSettings | None = None) -> None:
+        self._settings = settings
+
+    @property
+    def settings(self) -> KubernetesSettings:
+        if self._settings is None:
+            self._settings = KubernetesSettings.from_environment()
+        return self._settings
+
+    @property
+    def namespace(self) -> str:
+        return self.settings.namespace
+
+    def _namespace_of(self, handle: RunHandle) -> str:
+        return handle.details.get("namespace") or self.namespace
+
+    # -- images ----------------------------------------------------------------------
+
+    def prepare_images(self, request: ImageRequest) -> Images:
+        """The published names; the nodes pull them when the pod starts, so a missing
+        image is reported by start, with the pod's reason."""
+        if request.mode == "sidecar":
+            raise UserError(manifests.SIDECAR_REFUSED)
+        if not request.prebuilt:
+            raise UserError("The kubernetes backend cannot build images; pass --prebuilt")
+        return prebuilt_images(request)
+
+    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+        api = _api()
+        namespace = self.namespace
+        name = f"ssebench-copy-{secrets.token_hex(5)}"
+        body = manifests.copy_pod(image, name, self.settings, seconds=COPY_POD_SECONDS)
+        try:
+            _call(f"Cannot create the pod {name}", api.core.create_namespaced_pod, namespace, body)
+            try:
+                self._wait_until_started(
+                    lambda: _call(
+                        f"Cannot read the pod {name}",
+                        api.core.read_namespaced_pod,
+                        name,
+                        namespace,
+                        missing_ok=True,
+                    ),
+                    "copy",
+                    f"the pod {name} that copies {path} out of {image}",
+                )
+                data = b"".join(self._exec_stream(namespace, name, "copy", ["cat", "--", path]))
+            finally:
+                _call(
+                    f"Cannot delete the pod {name}",
+                    api.core.delete_namespaced_pod,
+                    name,
+                    namespace,
+                    grace_period_seconds=0,
+                    missing_ok=True,
+                )
+        except BackendError as error:
+            raise RuntimeError(f"Cannot copy {path} out of {image}: {error}") from None
+        dest.write_bytes(data)
+
+    # -- a run -----------------------------------------------------------------------
+
+    def start(self, spec: RunSpec) -> RunHandle:
+        if spec.mode == "sidecar" or spec.sidecar is not None:
+            raise UserError(manifests.SIDECAR_REFUSED)
+        manifests.check_run_id(spec.run_id)
+        api = _api()
+        settings = self.settings
+        namespace = settings.namespace
+        name = manifests.object_name(spec.run_id)
+        reference_patch = self._reference_patch(spec)
+        object_labels, annotations = manifests.split_labels(
+            {
+                **spec.labels,
+                RUN_ID: spec.run_id,
+                KEEP: str(spec.keep).lower(),
+                DEADLINE: str(int(time.time()) + manifests.active_deadline(spec, settings)),
+                RUNNER_HOST: socket.gethostname(),
+                RUNNER_PID: str(os.getpid()),
+            }
+        )
+        hidden = [value for value in spec.env.values() if value]
+        secret = manifests.secret(spec, name, object_labels, annotations, reference_patch)
+        policy = manifests.network_policy(
+            spec, name, object_labels, annotations, settings.proxy_settings()
+        )
+        job = manifests.job(
+            spec,
+            name,
+            object_labels,
+            annotations,
+            settings,
+            has_reference_patch=reference_patch is not None,
+        )
+        created: list[str] = []
+        try:
+            # The Secret and the policy exist before the pod, so it never runs without
+            # its environment or unrestricted.
+            _call(
+                f"Cannot create the Secret {name}",
+                api.core.create_namespaced_secret,
+                namespace,
+                secret,
+                run_id=spec.run_id,
+                hidden=hidden,
+            )
+            created.append("secret")
+            _call(
+                f"Cannot create the NetworkPolicy {name}",
+                api.networking.create_namespaced_network_policy,
+                namespace,
+                policy,
+                run_id=spec.run_id,
+            )
+            created.append("networkpolicy")
+            made = _call(
+                f"Cannot create the Job {name}",
+                api.batch.create_namespaced_job,
+                namespace,
+                job,
+                run_id=spec.run_id,
+            )
+            created.append("job")
+            owner = manifests.owner_reference(name, made.metadata.uid)
+            _call(
+                f"Cannot make the Job own the Secret {name}",
+                api.core.patch_namespaced_secret,
+                name,
+                namespace,
+                owner,
+                run_id=spec.run_id,
+            )
+            _call(
+                f"Cannot make the Job own the NetworkPolicy {name}",
+                api.networking.patch_namespaced_network_policy,
+                name,
+                namespace,
+                owner,
+                run_id=spec.run_id,
+            )
+            handle = RunHandle(
+                backend=self.name,
+                run_id=spec.run_id,
+                name=name,
+                details={"namespace": namespace, "keep": str(spec.keep).lower()},
+            )
+            pod = self._wait_until_started(
+                lambda: self._pod(handle), manifests.TASK_CONTAINER, f"the run {spec.run_id}"
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._remove(namespace, name, spec.run_id, created, wait=False)
+            raise
+        _start_output_thread(namespace, pod.metadata.name)
+        return handle
+
+    def _reference_patch(self, spec: RunSpec) -> bytes | None:
+        patch = None
+        for artifact in spec.artifacts:
+            if artifact.target != REFERENCE_PATCH_TARGET:
+                raise UserError(
+                    f"The kubernetes backend cannot ship the file for {artifact.target}; it "
+                    f"ships only {REFERENCE_PATCH_TARGET}"
+                )
+            patch = artifact.read_content()
+        return patch
+
+    def _wait_until_started(
+        self, find_pod: Callable[[], Any | None], container: str, what: str
+    ) -> Any:
+        """The pod once container runs or has run; BackendError with the pod's reason
+        after PULL_ERROR_SECONDS of pull errors or NO_CONTAINER_SECONDS without it."""
+        started = time.monotonic()
+        pulling_since: float | None = None
+        while True:
+            pod = find_pod()
+            now = time.monotonic()
+            status = _container_status(pod, container) if pod is not None else None
+            state = status.state if status is not None else None
+            if state is not None and (state.running is not None or state.terminated is not None):
+                return pod
+            if pod is not None and pod.status and pod.status.phase in ("Failed", "Succeeded"):
+                raise BackendError(
+                    f"{what} ended before it started: {_pending_reason(pod, container)}",
+                    backend=self.name,
+                )
+            waiting = state.waiting if state is not None else None
+            if waiting is not None and waiting.reason in PULL_ERRORS:
+                pulling_since = pulling_since or now
+                if now - pulling_since >= PULL_ERROR_SECONDS:
+                    raise BackendError(
+                        f"{what} cannot pull its image: {_pending_reason(pod, container)}",
+                        backend=self.name,
+                    )
+            else:
+                pulling_since = None
+            if now - started >= NO_CONTAINER_SECONDS:
+                raise BackendError(
+                    f"{what} did not start within {NO_CONTAINER_SECONDS:.0f} s: "
+                    f"{_pending_reason(pod, container)}",
+                    backend=self.name,
+                )
+            time.sleep(POLL_SECONDS)
+
+    def _pods(self, namespace: str, selector: str) -> list[Any]:
+        found = _call(
+            "Cannot list pods",
+            _api().core.list_namespaced_pod,
+            namespace,
+            label_selector=selector,
+        )
+        return list(found.items)
+
+    def _pod(self, handle: RunHandle) -> Any | None:
+        """The run's newest pod, or None."""
+        namespace = self._namespace_of(handle)
+        if not is_label_value(handle.run_id):
+            return None
+        pods = self._pods(
+            namespace,
+            f"{manifests.MANAGED_BY}={manifests.MANAGED_BY_VALUE},{RUN_ID}={handle.run_id}",
+        )
+        return _newest(
+            pod for pod in pods if (pod.metadata.labels or {}).get("job-name") == handle.name
+        )
+
+    def _job(self, handle: RunHandle) -> Any | None:
+        return _call(
+            f"Cannot read the Job {handle.name}",
+            _api().batch.read_namespaced_job,
+            handle.name,
+            self._namespace_of(handle),
+            missing_ok=True,
+            run_id=handle.run_id,
+        )
+
+    def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        namespace = self._namespace_of(handle)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        seen = False
+        while True:
+            pod = self._pod(handle)
+            state, exit_code = _task_state(pod)
+            if pod is not None and state == "exited" and exit_code is not None:
+                _drain_output(namespace, pod.metadata.name)
+                return exit_code
+            deleting = pod is not None and pod.metadata.deletion_timestamp is not None
+            ended = pod is not None and pod.status and pod.status.phase in ("Failed", "Succeeded")
+            seen = seen or pod is not None or f"{namespace}/{handle.name}" in _killed
+            if pod is None or deleting or ended:
+                job = self._job(handle)
+                if job is None or job.metadata.deletion_timestamp is not None:
+                    if seen:
+                        # Deleted while it ran (a stop past its grace, runs remove): killed,
+                        # as docker rm --force ends a container.
+                        if pod is not None:
+                            _drain_output(namespace, pod.metadata.name)
+                        return KILLED_STATUS
+                    raise BackendError(
+                        f"The run {handle.run_id} has no Job: it was removed",
+                        backend=self.name,
+                        run_id=handle.run_id,
+                    )
+                for condition in (job.status and job.status.conditions) or []:
+                    if condition.type == "Failed" and condition.status == "True":
+                        raise BackendError(
+                            f"The Job of {handle.run_id} failed before its task container "
+                            f"ended: {condition.reason}: {condition.message or ''}".strip(": "),
+                            backend=self.name,
+                            run_id=handle.run_id,
+                        )
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"The run {handle.run_id} did not end within {timeout} s")
+            pause = POLL_SECONDS
+            if deadline is not None:
+                pause = max(0.0, min(pause, deadline - time.monotonic()))
+            time.sleep(pause)
+
+    def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
+        pod = self._pod(handle)
+        if pod is None:
+            raise BackendError(
+                f"The run {handle.run_id} has no pod", backend=self.name, run_id=handle.run_id
+            )
+        response = _call(
+            f"Cannot read the output of {pod.metadata.name}",
+            _api().core.read_namespaced_pod_log,
+            pod.metadata.name,
+            self._namespace_of(handle),
+            container=manifests.TASK_CONTAINER,
+            follow=follow,
+            _preload_content=False,
+            run_id=handle.run_id,
+            request_timeout=None if follow else REQUEST_TIMEOUT,
+        )
+        try:
+            yield from _decoded_lines(response.stream(4096))
+        finally:
+            response.release_conn()
+
+    def _exec_stream(
+        self, namespace: str, pod: str, container: str, command: Sequence[str]
+    ) -> Iterator[bytes]:
+        """The stdout of command in the container, as it comes; BackendError when it
+        exits non-zero (with the end of its stderr)."""
+        api = _api()
+        what = f"Cannot run {command[0]} in {pod}/{container}"
+        try:
+            response = api.stream(
+                api.core.connect_get_namespaced_pod_exec,
+                pod,
+                namespace,
+                container=container,
+                command=list(command),
+                stdin=False,
+                stdout=True,
+                stderr=True,
+                tty=False,
+                binary=True,
+                _preload_content=False,
+            )
+        except Exception as error:
+            raise BackendError(f"{what}: {_reason(error)}", backend=self.name) from None
+        errors = bytearray()
+        try:
+            while response.is_open():
+                response.update(timeout=1)
+                if response.peek_stdout():
+                    yield response.read_stdout()
+                if response.peek_stderr():
+                    errors += response.read_stderr()
+                    del errors[:-2000]
+            rest = response.read_channel(1)
+            if rest:
+                yield rest
+            errors += response.read_channel(2)
+            error_channel = response.read_channel(3)
+        finally:
+            response.close()
+        status = _exec_status(error_channel)
+        if status != 0:
+            detail = bytes(errors).decode(errors="replace").strip().splitlines()
+            raise BackendError(
+                f"{what}: exit status {status}" + (f": {detail[-1][:300]}" if detail else ""),
+                backend=self.name,
+            )
+
+    def _signal(self, namespace: str, pod: str, container: str) -> None:
+        """SIGTERM to the container's PID 1, as docker stop sends it."""
+        for _ in self._exec_stream(namespace, pod, container, ["sh", "-c", "kill -TERM 1"]):
+            pass
+
+    def collect_results(self, handle: RunHandle, dest: Path) -> None:
+        namespace = self._namespace_of(handle)
+        pod = self._pod(handle)
+        collector = _container_status(pod, manifests.COLLECTOR_CONTAINER) if pod else None
+        if pod is None or collector is None or collector.state.running is None:
+            raise BackendError(
+                f"The results of {handle.run_id} are gone: its pod or collector no longer runs",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
+        pod_name = pod.metadata.name
+        archive_dir = dest / "archive"
+        try:
+            # Results first, into dest; the agent's archive only ever into archive/, so
+            # the grade is always the one root wrote.
+            for source, target in ((RESULTS_TARGET, dest), (ARCHIVE_TARGET, archive_dir)):
+                if target.is_symlink():
+                    raise BackendError(f"{target} is a symbolic link", backend=self.name)
+                target.mkdir(exist_ok=True)
+                command = ["tar", "-c", "-f", "-", "-C", source, "."]
+                try:
+                    report = archive.extract(
+                        self._exec_stream(
+                            namespace, pod_name, manifests.COLLECTOR_CONTAINER, command
+                        ),
+                        target,
+                    )
+                except archive.UnsafeArchiveError as error:
+                    raise BackendError(
+                        f"The {source} of {handle.run_id} was not unpacked: {error}",
+                        backend=self.name,
+                        run_id=handle.run_id,
+                    ) from None
+                if report.skipped:
+                    sys.stderr.write(
+                        f"ssebench: skipped {len(report.skipped)} entries of {source} that are "
+                        f"not files or directories, e.g. {report.skipped[0]}\n"
+                    )
+        finally:
+            with contextlib.suppress(BackendError):
+                self._signal(namespace, pod_name, manifests.COLLECTOR_CONTAINER)
+
+    def stop(self, handle: RunHandle, grace: float) -> None:
+        namespace = self._namespace_of(handle)
+        deadline = time.monotonic() + min(max(grace, 0.0), STOP_GRACE_SECONDS)
+        signalled = False
+        while True:
+            pod = self._pod(handle)
+            state, _ = _task_state(pod)
+            if state == "exited":
+                return
+            if pod is None and self._job(handle) is None:
+                return  # nothing (left) to stop
+            if pod is not None and state == "running" and not signalled:
+                with contextlib.suppress(BackendError):  # it may have just exited
+                    self._signal(namespace, pod.metadata.name, manifests.TASK_CONTAINER)
+                    signalled = True
+            if time.monotonic() >= deadline:
+                _killed.add(f"{namespace}/{handle.name}")
+                self._remove(namespace, handle.name, handle.run_id, wait=False)
+                return
+            time.sleep(0.5)
+
+    def cleanup(self, handle: RunHandle) -> None:
+        if handle.details.get("keep") == "true":
+            return
+        self._remove(self._namespace_of(handle), handle.name, handle.run_id, wait=True)
+
+    def _remove(
+        self,
+        namespace: str,
+        name: str,
+        run_id: str,
+        created: Sequence[str] = ("job", "secret", "networkpolicy"),
+        *,
+        wait: bool,
+    ) -> None:
+        """Delete what the run made (only what this call names); pods with the Job."""
+        api = _api()
+        selector = f"{manifests.MANAGED_BY}={manifests.MANAGED_BY_VALUE},{RUN_ID}={run_id}"
+        pods = [
+            pod
+            for pod in (self._pods(namespace, selector) if is_label_value(run_id) else [])
+            if (pod.metadata.labels or {}).get("job-name") == name
+        ]
+        portforward.end(namespace, [pod.metadata.name for pod in pods])
+        deletions = {
+            "job": (api.batch.delete_namespaced_job, "Job"),
+            "secret": (api.core.delete_namespaced_secret, "Secret"),
+            "networkpolicy": (api.networking.delete_namespaced_network_policy, "NetworkPolicy"),
+        }
+        for kind in ("job", "secret", "networkpolicy"):
+            if kind in created:
+                delete, label = deletions[kind]
+                _call(
+                    f"Cannot delete the {label} {name}",
+                    delete,
+                    name,
+                    namespace,
+                    propagation_policy="Background",
+                    missing_ok=True,
+                    run_id=run_id,
+                )
+        for pod in pods:
+            _call(
+                f"Cannot delete the pod {pod.metadata.name}",
+                api.core.delete_namespaced_pod,
+                pod.metadata.name,
+                namespace,
+                missing_ok=True,
+                run_id=run_id,
+            )
+        deadline = time.monotonic() + CLEANUP_WAIT_SECONDS
+        while wait and pods and time.monotonic() < deadline:
+            remaining = {pod.metadata.name for pod in self._pods(namespace, selector)}
+            if not remaining & {pod.metadata.name for pod in pods}:
+                break
+            time.sleep(0.5)
+
+    # -- finding runs ----------------------------------------------------------------
+
+    def list_runs(self, labels: Mapping[str, str]) -> list[RunInfo]:
+        api = _api()
+        namespace = self.namespace
+        # What can be a label selector goes to the server; values that only an
+        # annotation can hold (the run directory) are compared here.
+        selector = [f"{manifests.MANAGED_BY}={manifests.MANAGED_BY_VALUE}"] + [
+            f"{key}={value}"
+            for key, value in labels.items()
+            if key != RESULTS and is_label_key(key) and is_label_value(value)
+        ]
+        jobs = _call(
+            "Cannot list Jobs",
+            api.batch.list_namespaced_job,
+            namespace,
+            label_selector=",".join(selector),
+        ).items
+        if not jobs:
+            return []
+        pods_by_job: dict[str, list[Any]] = {}
+        for pod in self._pods(namespace, ",".join(selector)):
+            for owner in pod.metadata.owner_references or []:
+                pods_by_job.setdefault(owner.uid, []).append(pod)
+        runs = []
+        for job in jobs:
+            if job.metadata.deletion_timestamp is not None:
+                continue
+            run_labels = {
+                str(key): str(value)
+                for key, value in (job.metadata.annotations or {}).items()
+                if str(key).startswith("ssebench.")
+            }
+            run_labels.update({str(k): str(v) for k, v in (job.metadata.labels or {}).items()})
+            if not matches(run_labels, dict(labels)):
+                continue
+            runs.append(self._run_info(job, run_labels, pods_by_job.get(job.metadata.uid, [])))
+        return runs
+
+    def _run_info(self, job: Any, run_labels: dict[str, str], pods: list[Any]) -> RunInfo:
+        name = str(job.metadata.name)
+        run_id = run_labels.get(RUN_ID, name.removeprefix("ssebench-"))
+        state, exit_code = _task_state(_newest(pods))
+        if not pods:
+            finished = any(
+                condition.type in ("Complete", "Failed") and condition.status == "True"
+                for condition in (job.status and job.status.conditions) or []
+            )
+            state = "exited" if finished else "created"
+        containers = job.spec.template.spec.containers or []
+        image = next((c.image for c in containers if c.name == manifests.TASK_CONTAINER), "")
+        return RunInfo(
+            run_id=run_id,
+            name=name,
+            state=state,
+            exit_code=exit_code,
+            image=str(image),
+            labels=run_labels,
+            created_at=_iso(job.metadata.creation_timestamp),
+            # No "keep" here: cleanup of a run found again removes it (runs remove).
+            handle=RunHandle(
+                backend=self.name,
+                run_id=run_id,
+                name=name,
+                details={"namespace": str(job.metadata.namespace)},
+            ),
+        )
+
+    # -- reaching a run --------------------------------------------------------------
+
+    def _running_pod(self, handle: RunHandle) -> str:
+        pod = self._pod(handle)
+        if pod is None or _task_state(pod)[0] != "running":
+            raise BackendError(
+                f"The run {handle.run_id} is not running", backend=self.name, run_id=handle.run_id
+            )
+        return str(pod.metadata.name)
+
+    def endpoint(self, handle: RunHandle, port: int) -> str:
+        namespace = self._namespace_of(handle)
+        pod = self._running_pod(handle)
+        forward = portforward.find(namespace, pod, port)
+        if forward is None:
+            try:
+                forward = portforward.start(namespace, pod, port)
+            except RuntimeError as error:
+                raise BackendError(str(error), backend=self.name, run_id=handle.run_id) from None
+        return f"http://127.0.0.1:{forward.local_port}"
+
+    def exec_argv(
+        self,
+        handle: RunHandle,
+        command: Sequence[str],
+        *,
+        user: str | None = None,
+        workdir: str | None = None,
+        tty: bool = False,
+        stdin: bool = False,
+        env_names: Sequence[str] = (),
+    ) -> list[str]:
+        if env_names:
+            raise BackendError(
+                "The kubernetes backend cannot pass --env variables: kubectl exec would show "
+                "their values in the process list",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
+        pod = self._running_pod(handle)
+        argv = [KUBECTL, "exec", "--namespace", self._namespace_of(handle)]
+        if stdin:
+            argv.append("--stdin")
+        if tty:
+            argv.append("--tty")
+        argv += [pod, "--container", manifests.TASK_CONTAINER, "--"]
+        return argv + wrap_command(command, user=user, workdir=workdir)
+
+    def proxy(self) -> ProxyEndpoint | None:
+        proxy = self.settings.proxy_settings()
+        return ProxyEndpoint(host_url=proxy.host_url, service_url=proxy.url)
+
+
+# Runs command (its arguments as given, never parsed) in workdir: $0 is the directory.
+_CHDIR_SCRIPT = 'cd "$0" && exec "$@"'
+
+
+def wrap_command(command: Sequence[str], *, user: str | None, workdir: str | None) -> list[str]:
+    """command as the container runs it: --user by su, --workdir by cd."""
+    if user:
+        # "--" ends su's options: the user, then the shell's $0 and arguments.
+        return ["su", "-s", "/bin/sh", "-c", _CHDIR_SCRIPT, "--", user, workdir or ".", *command]
+    if workdir:
+        return ["sh", "-c", _CHDIR_SCRIPT, workdir, *command]
+    return list(command)
+
+
+def _exec_status(error_channel: Any) -> int:
+    """The exit status from the exec's error channel (a v1 Status)."""
+    if isinstance(error_channel, bytes):
+        error_channel = error_channel.decode(errors="replace")
+    if not error_channel:
+        return -1  # the connection ended without the kubelet's verdict
+    try:
+        status = json.loads(error_channel)
+    except ValueError:
+        return 1
+    if status.get("status") == "Success":
+        return 0
+    for cause in (status.get("details") or {}).get("causes") or []:
+        if cause.get("reason") == "ExitCode":
+            with contextlib.suppress(ValueError, TypeError):
+                return int(cause.get("message"))
+    return 1

@@ -1,0 +1,211 @@
+"""The Kubernetes backend under real conditions, through the CLI, as the RBAC role's
+ServiceAccount: a reference run that passes with the same files as on Docker, a dummy
+run that fails, SIGTERM to the runner, and a kept run reached from this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PILOT_DATASET
+from tests.kubernetes.conftest import TASK, Cluster, new_run_id
+
+pytestmark = pytest.mark.kubernetes
+K8S = ("--backend", "kubernetes")
+
+
+def ssebench(*arguments: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ssebench.cli.main", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ),
+    )
+
+
+def run_argv(results: Path, run_id: str, agent: str, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "ssebench.cli.main",
+        "run",
+        *extra,
+        "--local",
+        str(PILOT_DATASET),
+        "--task",
+        TASK,
+        "--agent",
+        agent,
+        "--run-id",
+        run_id,
+        "--results",
+        str(results),
+    ]
+
+
+def finished_run(results: Path, agent: str, *extra: str) -> tuple[Path, dict[str, object]]:
+    done = subprocess.run(
+        run_argv(results, new_run_id(agent), agent, *extra),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    status, run_dir = done.stdout.strip().splitlines()[-1].split("\t")
+    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    assert summary["status"] == status
+    return Path(run_dir), summary
+
+
+def relative_files(folder: Path) -> set[str]:
+    return {str(path.relative_to(folder)) for path in folder.rglob("*")}
+
+
+def wait_until(condition: Callable[[], bool], what: str, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def agent_running(run_id: str) -> bool:
+    done = ssebench("runs", "logs", run_id, *K8S)
+    return done.returncode == 0 and "sleeper" in done.stdout.lower()
+
+
+def nothing_left(cluster: Cluster, run_id: str) -> bool:
+    return cluster.objects_of(f"ssebench.run-id={run_id}") == []
+
+
+def test_the_suite_runs_as_the_service_account(cluster: Cluster) -> None:
+    """Not the cluster's admin: the role cannot read Secrets or reach other namespaces."""
+    for verb, resource, namespace in (
+        ("get", "secrets", cluster.namespace),
+        ("list", "pods", "kube-system"),
+        ("create", "jobs", "default"),
+    ):
+        done = subprocess.run(
+            ["kubectl", "auth", "can-i", verb, resource, "-n", namespace],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.stdout.strip() == "no", (verb, resource, namespace, done.stdout)
+    allowed = subprocess.run(
+        ["kubectl", "auth", "can-i", "create", "pods/exec", "-n", cluster.namespace],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert allowed.stdout.strip() == "yes"
+
+
+def test_reference_run_passes_with_the_same_files_as_on_docker(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    run_dir, summary = finished_run(tmp_path / "k8s", "reference", *K8S, "--prebuilt")
+    assert summary["status"] == "passed", summary
+    assert summary["exit_code"] == 0
+    assert (run_dir / "final.patch").read_text() == (run_dir / "reference.patch").read_text()
+    dialog = (run_dir / "archive" / "dialog.jsonl").read_text().splitlines()
+    assert dialog and all({"seq", "ts", "type"} <= set(json.loads(line)) for line in dialog)
+    assert nothing_left(cluster, summary["run_id"])  # type: ignore[arg-type]
+    docker_dir, docker_summary = finished_run(tmp_path / "docker", "reference")
+    assert docker_summary["status"] == "passed"
+    assert relative_files(run_dir) == relative_files(docker_dir)
+
+
+def test_dummy_run_fails(cluster: Cluster, tmp_path: Path) -> None:
+    _, summary = finished_run(tmp_path, "dummy", *K8S, "--prebuilt")
+    assert summary["status"] == "failed"
+    assert summary["error_msg"] == "Hidden test failed"
+
+
+def test_sigterm_to_the_runner_records_143_and_removes_the_job(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    run_id = new_run_id("term")
+    process = subprocess.Popen(
+        run_argv(tmp_path, run_id, "sleeper", *K8S, "--prebuilt"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_until(lambda: agent_running(run_id), "the sleeper agent to start")
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=180)
+    finally:
+        process.kill()
+    assert process.returncode == 0, output[-3000:]
+    summary = json.loads(
+        (tmp_path / TASK / "none" / "sleeper" / run_id / "summary.json").read_text()
+    )
+    assert summary["exit_code"] == 143 and summary["stopped"] is True
+    assert (tmp_path / TASK / "none" / "sleeper" / run_id / "result.json").is_file()
+    wait_until(lambda: nothing_left(cluster, run_id), "the run's objects to go", 60)
+
+
+@pytest.fixture
+def kept_run(cluster: Cluster, tmp_path: Path) -> Iterator[str]:
+    run_id = new_run_id("kept")
+    process = subprocess.Popen(
+        run_argv(tmp_path, run_id, "sleeper", *K8S, "--prebuilt", "--keep-container"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: agent_running(run_id), "the sleeper agent to start")
+        yield run_id
+    finally:
+        ssebench("runs", "remove", run_id, *K8S)
+        process.kill()
+        process.wait()
+
+
+def test_a_kept_run_is_listed_inspected_reached_and_removed(
+    cluster: Cluster, kept_run: str
+) -> None:
+    run_id = kept_run
+    listed = json.loads(ssebench("runs", "list", "--json", *K8S).stdout)
+    assert listed["backend"] == "kubernetes" and listed["supports_exec"] is True
+    run = next(run for run in listed["runs"] if run["run_id"] == run_id)
+    assert run["state"] == "running" and run["created_at"].endswith("Z")
+    assert run["labels"]["ssebench.results"].endswith(run_id)  # an annotation, listed as a label
+    inspected = ssebench("runs", "inspect", run_id, "--json", *K8S)
+    assert inspected.returncode == 0 and json.loads(inspected.stdout)["run_id"] == run_id
+    assert "sleeper" in ssebench("runs", "logs", run_id, *K8S).stdout.lower()
+
+    url = ssebench("runs", "endpoint", run_id, "4263", *K8S).stdout.strip()
+    assert url.startswith("http://127.0.0.1:"), url
+    with urllib.request.urlopen(f"{url}/version", timeout=10) as response:
+        assert json.load(response)["name"] == "ssebench-daemon"
+    again = ssebench("runs", "endpoint", run_id, "4263", *K8S).stdout.strip()
+    assert again == url  # the same forward, reused
+
+    whoami = ssebench("runs", "exec", run_id, *K8S, "--user", "model", "--", "id", "-un")
+    assert whoami.returncode == 0, whoami.stderr
+    assert whoami.stdout.strip() == "model"
+    where = ssebench("runs", "exec", run_id, *K8S, "--workdir", "/tmp", "--", "pwd")
+    assert where.stdout.strip() == "/tmp"
+    refused = ssebench("runs", "exec", run_id, *K8S, "--env", "HOME", "--", "true")
+    assert refused.returncode != 0 and "--env" in refused.stderr
+
+    assert ssebench("runs", "remove", run_id, *K8S).returncode == 0
+    wait_until(lambda: nothing_left(cluster, run_id), "the kept run's objects to go", 60)
+    assert ssebench("runs", "inspect", run_id, *K8S).returncode == 3
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"{url}/version", timeout=5)  # the forward ended with it
