@@ -12,6 +12,12 @@ image built here carries that digest as the label ssebench.layer-digest; an imag
 label matches is current and is not built again. The case image's tag is the digest
 itself, so a changed task gets a new image and an unchanged one is reused.
 
+A sidecar run has two images. The environment container's is the tool layer above;
+the agent container's is the agent layer on a task-independent base:
+
+    runtime  ssebench/agent-runtime:<tool version>             python3, git, the runtime
+    agent    ssebench/agent-<agent>/sidecar:<agent version>    the agent's program
+
 Prebuilt images (--prebuilt) are named by extensions.prebuilt_images only and pulled.
 
 This module also holds the few helpers that call the docker CLI and turn "the daemon
@@ -59,6 +65,7 @@ __all__ = [
     "pull_image",
     "run_docker",
     "run_layers",
+    "sidecar_layers",
     "tool_layer",
 ]
 
@@ -78,7 +85,7 @@ BUILD_LOG_TAIL = 25
 IGNORED_NAMES = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 
-LayerKind = Literal["case", "tool", "agent"]
+LayerKind = Literal["case", "tool", "agent", "agent-runtime"]
 
 # Docker's reference grammar, one path component and a tag.
 _NAME_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
@@ -340,25 +347,40 @@ def tool_layer(task: Task, case: Layer, *, version: str) -> Layer:
     )
 
 
-def agent_layer(task: Task, tool: Layer, *, agent: str, version: str, agent_dir: Path) -> Layer:
-    """The agent layer: the agent's folder (agent.json, run) on top of the tool layer."""
+def agent_layer(
+    task: Task | None, base: Layer, *, agent: str, version: str, agent_dir: Path
+) -> Layer:
+    """The agent layer: the agent's folder (agent.json, run) on top of base, the tool
+    layer of task; or, with task None, the agent runtime of a sidecar run."""
+    place = "sidecar" if task is None else _checked_component(task.id, "task ID")
     return Layer(
         kind="agent",
-        repository=(
-            f"ssebench/agent-{_checked_component(agent, 'agent name')}/"
-            f"{_checked_component(task.id, 'task ID')}"
-        ),
+        repository=f"ssebench/agent-{_checked_component(agent, 'agent name')}/{place}",
         tag=_checked_tag(version, "agent version"),
         dockerfile=DOCKERFILES / "agent.Dockerfile",
-        build_args={"BASE_IMAGE": tool.image, "AGENT_NAME": agent, "AGENT_VERSION": version},
+        build_args={"BASE_IMAGE": base.image, "AGENT_NAME": agent, "AGENT_VERSION": version},
         sources=(("", agent_dir),),
-        parent=tool,
-        platform=tool.platform,
+        parent=base,
+        platform=base.platform,
     )
 
 
-def run_layers(request: ImageRequest) -> tuple[Layer, Layer, Layer]:
-    """The case, tool and agent layers of a sandbox run, bottom first."""
+def agent_runtime_layer(*, version: str, platform: str | None = None) -> Layer:
+    """The agent runtime: the base of a sidecar run's agent container (python3, git,
+    the user model and the runtime, whose --agent-side role is its entrypoint)."""
+    return Layer(
+        kind="agent-runtime",
+        repository="ssebench/agent-runtime",
+        tag=_checked_tag(version, "tool version"),
+        dockerfile=DOCKERFILES / "agent-runtime.Dockerfile",
+        build_args={"RUNTIME_VERSION": RUNTIME_VERSION},
+        sources=((RUNTIME_PACKAGE, RUNTIME_SOURCE),),
+        platform=platform,
+    )
+
+
+def _environment_layers(request: ImageRequest) -> tuple[Task, Layer, Layer]:
+    """The task and its case and tool layers; checks what a build needs first."""
     if request.task_dir is None:
         raise UserError(
             f"Building the images of {request.task_id} needs the task's folder; "
@@ -368,7 +390,29 @@ def run_layers(request: ImageRequest) -> tuple[Layer, Layer, Layer]:
         raise UserError(f"Building the agent layer of {request.agent} needs the agent's folder")
     task = load_task(request.task_dir, dataset=request.dataset)
     case = case_layer(task, platform=request.platform)
-    tool = tool_layer(task, case, version=request.tool_version)
+    return task, case, tool_layer(task, case, version=request.tool_version)
+
+
+def sidecar_layers(request: ImageRequest) -> tuple[list[Layer], list[Layer]]:
+    """A sidecar run's two stacks, bottom first: the environment container's (case,
+    tool) and the agent container's (agent runtime, agent)."""
+    _, case, tool = _environment_layers(request)
+    assert request.agent_dir is not None  # checked by _environment_layers
+    runtime = agent_runtime_layer(version=request.tool_version, platform=request.platform)
+    agent = agent_layer(
+        None,
+        runtime,
+        agent=request.agent,
+        version=request.agent_version,
+        agent_dir=request.agent_dir,
+    )
+    return [case, tool], [runtime, agent]
+
+
+def run_layers(request: ImageRequest) -> tuple[Layer, Layer, Layer]:
+    """The case, tool and agent layers of a sandbox run, bottom first."""
+    task, case, tool = _environment_layers(request)
+    assert request.agent_dir is not None  # checked by _environment_layers
     agent = agent_layer(
         task,
         tool,
@@ -555,14 +599,20 @@ def prepare_images(request: ImageRequest, output: BuildOutput | None = None) -> 
     """Make a run's images available on the local daemon and return their names.
 
     Not prebuilt: build case -> tool -> agent as needed; the run's image is the agent
-    layer. Prebuilt: pull the names prebuilt_images gives. Raises UserError.
+    layer. Sidecar: case -> tool (the environment) and agent runtime -> agent (the
+    run's image). Prebuilt: pull the names prebuilt_images gives. Raises UserError.
     """
-    if request.mode == "sidecar":
-        raise UserError("sidecar mode is not supported by the docker backend yet")
     if request.prebuilt:
         images = prebuilt_images(request)
-        pull_image(images.run, platform=request.platform, output=output)
+        for image in (images.environment, images.run):
+            if image is not None:
+                pull_image(image, platform=request.platform, output=output)
         return images
+    if request.mode == "sidecar":
+        environment, agent = sidecar_layers(request)
+        ensure_layers(environment, rebuild=request.rebuild, output=output)
+        ensure_layers(agent, rebuild=request.rebuild, output=output)
+        return Images(run=agent[-1].image, environment=environment[-1].image)
     layers = run_layers(request)
     ensure_layers(layers, rebuild=request.rebuild, output=output)
     return Images(run=layers[-1].image)

@@ -224,8 +224,9 @@ def test_an_env_value_docker_cannot_take(fake_docker: FakeDocker, tmp_path: Path
     assert not fake_docker.calls_of("run")
 
 
-def test_sidecar_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(UserError, match="sidecar mode is not supported"):
+def test_sidecar_mode_without_its_pair_is_refused(tmp_path: Path) -> None:
+    # The sidecar runs themselves: tests/unit/test_sidecar_docker.py.
+    with pytest.raises(UserError, match=r"needs its RunSpec\.sidecar"):
         DockerBackend().start(make_spec(tmp_path, mode="sidecar"))
 
 

@@ -496,11 +496,6 @@ def test_prebuilt_with_the_daemon_down(fake_docker: FakeDocker) -> None:
         images.prepare_images(prebuilt_request(), BuildOutput(stream=io.StringIO()))
 
 
-def test_sidecar_is_refused() -> None:
-    with pytest.raises(UserError, match="sidecar mode is not supported"):
-        images.prepare_images(replace(prebuilt_request(), mode="sidecar"))
-
-
 def test_prepare_builds_the_agent_image(
     fake_docker: FakeDocker, task: Task, agent_dir: Path
 ) -> None:

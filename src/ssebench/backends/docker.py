@@ -10,6 +10,16 @@ soon as the container exists, so no value of it is ever on a command line.
 The backend holds no state between calls: a RunHandle names the container, and runs
 are found again by their labels. The one exception is an optimisation inside a single
 process: the `docker run` processes this process started, kept so wait can reap them.
+
+A sidecar run is two containers and two volumes, all labelled ssebench.run=<pair ID>.
+The environment container (ssebench-<pair ID>, the one with the run's labels, which
+list_runs finds) starts detached first; its output is followed onto this process's
+output. The agent container (ssebench-<pair ID>-agent) then runs in the foreground and
+shares the environment container's network namespace, so the agent reaches the daemon
+on 127.0.0.1 and endpoint() reaches both from the environment container's address. A
+sidecar run's handle names the agent container (the one the run waits for) and carries
+the pair's ID and the environment container's name, from which stop, cleanup and logs
+find the rest.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ import contextlib
 import json
 import math
 import os
+import queue
 import re
 import shutil
 import socket
@@ -42,11 +53,20 @@ from ssebench.extensions import (
     RunInfo,
     RunSpec,
     RunState,
+    SidecarPair,
 )
 from ssebench.images import DOCKER, failure_reason, raise_if_unreachable, run_docker
-from ssebench.labels import DEADLINE, KEEP, RUN_ID, RUNNER_HOST, RUNNER_PID
+from ssebench.labels import DEADLINE, KEEP, PAIR, RUN_ID, RUNNER_HOST, RUNNER_PID
 
-__all__ = ["AGENTS_NETWORK", "OPEN_NETWORK", "DockerBackend", "container_name", "run_argv"]
+__all__ = [
+    "AGENTS_NETWORK",
+    "OPEN_NETWORK",
+    "DockerBackend",
+    "agent_container_name",
+    "container_name",
+    "run_argv",
+    "sidecar_argvs",
+]
 
 # The internal network of the LiteLLM stack (Compose project "ssebench"): it reaches
 # the proxy and nothing else.
@@ -69,7 +89,12 @@ PIDS_VARIABLE = "SSEBENCH_DOCKER_PIDS"
 DEFAULT_MEMORY = "4g"
 DEFAULT_CPUS = 2
 DEFAULT_PIDS = 4096
-SIDECAR_UNSUPPORTED = "sidecar mode is not supported by the docker backend yet"
+# A sidecar run's handle: the pair's ID and the environment container's name.
+PAIR_DETAIL = "pair"
+ENVIRONMENT_DETAIL = "environment"
+# docker removes a --rm container a moment after `docker wait` returns; until then
+# its volumes are in use.
+VOLUME_REMOVE_SECONDS = 15.0
 _GONE_MARKERS = ("No such container", "No such object", "is already in progress")
 _NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_.-]")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -84,12 +109,21 @@ _STATES: dict[str, RunState] = {
 
 # The `docker run` processes started by this process, by container name.
 _processes: dict[str, subprocess.Popen[bytes]] = {}
+# The `docker logs --follow` processes of detached containers, by container name.
+_followers: dict[str, subprocess.Popen[bytes]] = {}
 _processes_lock = threading.Lock()
 
 
 def container_name(run_id: str) -> str:
-    """The container's name: ssebench-<run id>, within docker's name rules."""
+    """The container's name: ssebench-<run id>, within docker's name rules.
+
+    In a sidecar run, the environment container's name, from the pair's ID."""
     return f"ssebench-{_NAME_FORBIDDEN.sub('-', run_id)}"
+
+
+def agent_container_name(pair_id: str) -> str:
+    """The agent container of a sidecar run: ssebench-<pair id>-agent."""
+    return f"{container_name(pair_id)}-agent"
 
 
 def _is_gone(completed: subprocess.CompletedProcess[str]) -> bool:
@@ -111,7 +145,7 @@ def mount_option(mount: Mount) -> str:
     return ",".join(_csv_field(field) for field in fields)
 
 
-def write_env_file(folder: Path, env: Mapping[str, str]) -> Path:
+def write_env_file(folder: Path, env: Mapping[str, str], file_name: str = "run.env") -> Path:
     """Write env as a docker env file readable by this user only; return its path.
 
     Error messages name variables, never their values.
@@ -125,7 +159,7 @@ def write_env_file(folder: Path, env: Mapping[str, str]) -> Path:
                 f"The value of {name} spans several lines, which docker's env file cannot hold"
             )
         lines.append(f"{name}={value}\n")
-    path = folder / "run.env"
+    path = folder / file_name
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as file:
         file.writelines(lines)
@@ -170,6 +204,49 @@ def hardening_argv() -> list[str]:
     return [*argv, "--security-opt", "no-new-privileges"]
 
 
+def _docker_run_argv(
+    spec: RunSpec,
+    *,
+    name: str,
+    image: str,
+    network: str,
+    env_file: Path,
+    labels: Mapping[str, str],
+    mounts: Sequence[Mount],
+    limits: ResourceLimits | None,
+    detach: bool = False,
+) -> list[str]:
+    """One container's `docker run` command; it holds the env file's path, not its values."""
+    argv = [DOCKER, "run", "--name", name]
+    if detach:
+        argv.append("--detach")
+    if not spec.keep:
+        argv.append("--rm")
+    # The image was prepared before the run; never reach for a registry here.
+    argv += ["--pull", "never", "--env-file", str(env_file), "--network", network]
+    argv += hardening_argv() + (limits or ResourceLimits.from_environment()).argv()
+    if spec.platform:
+        argv += ["--platform", spec.platform]
+    for key, value in labels.items():
+        argv += ["--label", f"{key}={value}"]
+    for mount in mounts:
+        argv += ["--mount", mount_option(mount)]
+    argv.append(image)
+    return argv
+
+
+def _listed_labels(spec: RunSpec, now: float) -> dict[str, str]:
+    """The labels of the container the web UI lists: the run's, plus the backend's."""
+    deadline = int(now) + spec.timeout + DEADLINE_SLACK_SECONDS
+    return {
+        **spec.labels,
+        DEADLINE: str(deadline),
+        RUNNER_HOST: socket.gethostname(),
+        RUNNER_PID: str(os.getpid()),
+        KEEP: str(spec.keep).lower(),
+    }
+
+
 def run_argv(
     spec: RunSpec,
     *,
@@ -180,27 +257,60 @@ def run_argv(
     limits: ResourceLimits | None = None,
 ) -> list[str]:
     """The `docker run` command of spec; it holds the env file's path, not its values."""
-    deadline = int(now) + spec.timeout + DEADLINE_SLACK_SECONDS
-    argv = [DOCKER, "run", "--name", name]
-    if not spec.keep:
-        argv.append("--rm")
-    # The image was prepared before the run; never reach for a registry here.
-    argv += ["--pull", "never", "--env-file", str(env_file), "--network", network]
-    argv += hardening_argv() + (limits or ResourceLimits.from_environment()).argv()
-    if spec.platform:
-        argv += ["--platform", spec.platform]
-    backend_labels = {
-        DEADLINE: str(deadline),
-        RUNNER_HOST: socket.gethostname(),
-        RUNNER_PID: str(os.getpid()),
-        KEEP: str(spec.keep).lower(),
-    }
-    for key, value in {**spec.labels, **backend_labels}.items():
-        argv += ["--label", f"{key}={value}"]
-    for mount in (spec.results, spec.archive, *spec.artifacts):
-        argv += ["--mount", mount_option(mount)]
-    argv.append(spec.image)
-    return argv
+    return _docker_run_argv(
+        spec,
+        name=name,
+        image=spec.image,
+        network=network,
+        env_file=env_file,
+        labels=_listed_labels(spec, now),
+        mounts=(spec.results, spec.archive, *spec.artifacts),
+        limits=limits,
+    )
+
+
+def sidecar_argvs(
+    spec: RunSpec,
+    pair: SidecarPair,
+    *,
+    network: str,
+    env_files: tuple[Path, Path],
+    now: float,
+    limits: ResourceLimits | None = None,
+) -> tuple[list[str], list[str]]:
+    """The `docker run` commands of a sidecar run: (environment, agent).
+
+    env_files are the environment container's and the agent container's. The
+    environment container runs detached with the run's labels; the agent container
+    carries the pair's label only, joins the environment container's network namespace,
+    and alone gets the artifacts. Neither mounts anything of the task: the environment
+    image has it, and the agent image must not.
+    """
+    limits = limits or ResourceLimits.from_environment()
+    environment_name = container_name(pair.run_id)
+    shared = pair.shared_mounts(spec.results, spec.archive)
+    environment = _docker_run_argv(
+        spec,
+        name=environment_name,
+        image=pair.environment_image,
+        network=network,
+        env_file=env_files[0],
+        labels={**_listed_labels(spec, now), PAIR: pair.run_id},
+        mounts=shared,
+        limits=limits,
+        detach=True,
+    )
+    agent = _docker_run_argv(
+        spec,
+        name=agent_container_name(pair.run_id),
+        image=spec.image,
+        network=f"container:{environment_name}",
+        env_file=env_files[1],
+        labels={PAIR: pair.run_id},
+        mounts=(*shared, *spec.artifacts),
+        limits=limits,
+    )
+    return environment, agent
 
 
 def ensure_agents_network() -> None:
@@ -282,8 +392,10 @@ class DockerBackend(Backend):
         return AGENTS_NETWORK if policy.egress == "restricted" else OPEN_NETWORK
 
     def start(self, spec: RunSpec) -> RunHandle:
-        if spec.mode == "sidecar" or spec.sidecar is not None:
-            raise UserError(SIDECAR_UNSUPPORTED)
+        if spec.sidecar is not None:
+            return self._start_sidecar(spec, spec.sidecar)
+        if spec.mode == "sidecar":
+            raise UserError("A sidecar run needs its RunSpec.sidecar (the environment container)")
         name = container_name(spec.run_id)
         network = self.network_for(spec.network)
         if network == AGENTS_NETWORK:
@@ -314,6 +426,122 @@ class DockerBackend(Backend):
             details={"pid": str(process.pid), "keep": str(spec.keep).lower(), "network": network},
         )
 
+    def _start_sidecar(self, spec: RunSpec, pair: SidecarPair) -> RunHandle:
+        """Volumes, then the environment container (detached), then the agent container
+        in the foreground. On any failure everything of the pair is removed again."""
+        network = self.network_for(spec.network)
+        if network == AGENTS_NETWORK:
+            ensure_agents_network()
+        environment_name = container_name(pair.run_id)
+        agent_name = agent_container_name(pair.run_id)
+        process: subprocess.Popen[bytes] | None = None
+        env_folder = Path(tempfile.mkdtemp(prefix="ssebench-env-"))
+        try:
+            env_files = (
+                write_env_file(
+                    env_folder,
+                    {**pair.shared_env(), **pair.environment_env()},
+                    "environment.env",
+                ),
+                write_env_file(env_folder, {**spec.env, **pair.shared_env()}, "agent.env"),
+            )
+            environment_argv, agent_argv = sidecar_argvs(
+                spec, pair, network=network, env_files=env_files, now=time.time()
+            )
+            try:
+                for volume in pair.volumes:
+                    self._create_volume(volume, pair.run_id)
+                self._run_detached(environment_argv, environment_name, spec.run_id)
+                _follow_output(environment_name)
+                try:
+                    process = subprocess.Popen(
+                        agent_argv, stdin=subprocess.DEVNULL, start_new_session=True
+                    )
+                except FileNotFoundError:
+                    raise images.docker_missing() from None
+                self._wait_until_created(process, agent_name, spec.run_id)
+            except BaseException:
+                if process is not None:
+                    _end_process(process)
+                with contextlib.suppress(UserError, OSError, BackendError):
+                    self._remove_pair(pair.run_id)
+                raise
+        finally:
+            shutil.rmtree(env_folder, ignore_errors=True)
+        with _processes_lock:
+            _processes[agent_name] = process
+        return RunHandle(
+            backend=self.name,
+            run_id=spec.run_id,
+            name=agent_name,
+            details={
+                "pid": str(process.pid),
+                "keep": str(spec.keep).lower(),
+                "network": network,
+                PAIR_DETAIL: pair.run_id,
+                ENVIRONMENT_DETAIL: environment_name,
+            },
+        )
+
+    def _create_volume(self, volume: str, pair_id: str) -> None:
+        completed = run_docker(["volume", "create", "--label", f"{PAIR}={pair_id}", volume])
+        if completed.returncode != 0:
+            raise BackendError(
+                f"Cannot create the volume {volume}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=pair_id,
+            )
+
+    def _run_detached(self, argv: list[str], name: str, run_id: str) -> None:
+        try:
+            completed = run_docker(argv[1:], timeout=CREATE_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            raise BackendError(
+                f"The container {name} was not started within {CREATE_TIMEOUT_SECONDS:.0f} s",
+                backend=self.name,
+                run_id=run_id,
+            ) from None
+        if completed.returncode != 0:
+            raise BackendError(
+                f"docker run could not start the container {name}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=run_id,
+            )
+
+    def _remove_pair(self, pair_id: str) -> None:
+        """Remove a sidecar run's containers, the agent's first (it uses the
+        environment's network namespace), then its volumes. Raises BackendError."""
+        listed = run_docker(
+            ["ps", "--all", "--quiet", "--no-trunc", "--filter", f"label={PAIR}={pair_id}"]
+        )
+        failures = []
+        names = [agent_container_name(pair_id), container_name(pair_id)]
+        # By name first, in that order; then anything else that carries the label.
+        for container in [*names, *listed.stdout.split()]:
+            completed = _remove_container(container)
+            if completed.returncode != 0 and not _is_gone(completed):
+                failures.append(failure_reason(completed))
+        deadline = time.monotonic() + VOLUME_REMOVE_SECONDS
+        while True:
+            volumes = run_docker(
+                ["volume", "ls", "--quiet", "--filter", f"label={PAIR}={pair_id}"]
+            ).stdout.split()
+            if not volumes:
+                break
+            completed = run_docker(["volume", "rm", "--force", *volumes])
+            if completed.returncode == 0:
+                break
+            if time.monotonic() > deadline:
+                failures.append(failure_reason(completed))
+                break
+            time.sleep(0.25)
+        if failures:
+            raise BackendError(
+                f"Cannot remove all of the run {pair_id}: {failures[0]}",
+                backend=self.name,
+                run_id=pair_id,
+            )
+
     def _wait_until_created(self, process: subprocess.Popen[bytes], name: str, run_id: str) -> None:
         deadline = time.monotonic() + CREATE_TIMEOUT_SECONDS
         delay = 0.02
@@ -341,6 +569,25 @@ class DockerBackend(Backend):
             delay = min(delay * 2, 0.5)
 
     def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        environment = handle.details.get(ENVIRONMENT_DETAIL)
+        if environment is None:
+            return self._wait_container(handle, timeout)
+        # Sidecar: the agent container's status is the run's, and the run has ended
+        # once the environment container has graded what the agent left and exited.
+        started = time.monotonic()
+        status = self._wait_container(handle, timeout)
+        remaining = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        environment_handle = RunHandle(backend=self.name, run_id=handle.run_id, name=environment)
+        try:
+            self._docker_wait(environment_handle, remaining)
+        except BackendError:
+            if _container_exists(environment):
+                raise
+            # Gone already: it exited and docker removed it (--rm).
+        _end_follower(environment)
+        return status
+
+    def _wait_container(self, handle: RunHandle, timeout: float | None) -> int:
         process = _own_process(handle)
         if process is not None:
             try:
@@ -375,7 +622,69 @@ class DockerBackend(Backend):
             ) from None
 
     def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
-        argv = [DOCKER, "logs", *(["--follow"] if follow else []), handle.name]
+        environment = handle.details.get(ENVIRONMENT_DETAIL)
+        if environment is None:
+            return self._container_logs(handle.name, handle.run_id, follow)
+        return self._pair_logs(handle.run_id, (environment, handle.name), follow)
+
+    def _pair_logs(self, run_id: str, names: Sequence[str], follow: bool) -> Iterator[str]:
+        """Both containers' output. Without follow, in the order it was written (by
+        docker's timestamps); with follow, as it comes. A container that is gone
+        already (the agent's, removed on exit) is left out."""
+        lines: queue.Queue[str | BaseException | None] = queue.Queue()
+        # Set when the caller stops reading early: each reader then ends its `docker logs`
+        # at its next line (or when its container ends).
+        abandoned = threading.Event()
+
+        def read(name: str) -> None:
+            # Without follow, a container's lines count only once it was read to the
+            # end: a failed `docker logs` writes its error where the output goes.
+            read_lines: list[str] = []
+            try:
+                for line in self._container_logs(name, run_id, follow, timestamps=not follow):
+                    if abandoned.is_set():
+                        break
+                    if follow:
+                        lines.put(line)
+                    else:
+                        read_lines.append(line)
+                for line in read_lines:
+                    lines.put(line)
+            except BackendError as error:
+                lines.put(error)
+            finally:
+                lines.put(None)
+
+        for name in names:
+            threading.Thread(target=read, args=(name,), daemon=True).start()
+        collected: list[tuple[str, str]] = []
+        errors: list[BaseException] = []
+        ended = 0
+        try:
+            while ended < len(names):
+                item = lines.get()
+                if item is None:
+                    ended += 1
+                elif isinstance(item, BaseException):
+                    errors.append(item)
+                elif follow:
+                    yield item
+                else:
+                    stamp, _, text = item.partition(" ")
+                    collected.append((stamp, text))
+        finally:
+            abandoned.set()
+        if len(errors) == len(names):
+            raise errors[0]
+        # docker's timestamps have a fixed width, so they sort as strings.
+        for _, text in sorted(collected, key=lambda entry: entry[0]):
+            yield text
+
+    def _container_logs(
+        self, name: str, run_id: str, follow: bool, *, timestamps: bool = False
+    ) -> Iterator[str]:
+        options = (["--follow"] if follow else []) + (["--timestamps"] if timestamps else [])
+        argv = [DOCKER, "logs", *options, name]
         try:
             process = subprocess.Popen(
                 argv,
@@ -402,15 +711,25 @@ class DockerBackend(Backend):
         if process.returncode != 0:
             raise_if_unreachable(last)
             raise BackendError(
-                f"Cannot read the output of {handle.name}: {last or 'docker logs failed'}",
+                f"Cannot read the output of {name}: {last or 'docker logs failed'}",
                 backend=self.name,
-                run_id=handle.run_id,
+                run_id=run_id,
             )
 
     def collect_results(self, handle: RunHandle, dest: Path) -> None:
         """Nothing to do: the run directory is bind-mounted, so dest holds the results."""
 
     def stop(self, handle: RunHandle, grace: float) -> None:
+        self._stop_container(handle, grace)
+        environment = handle.details.get(ENVIRONMENT_DETAIL)
+        if environment is not None:
+            # After the agent container: told of the agent's end over the link, the
+            # environment is already grading, which a first SIGTERM lets finish.
+            self._stop_container(
+                RunHandle(backend=self.name, run_id=handle.run_id, name=environment), grace
+            )
+
+    def _stop_container(self, handle: RunHandle, grace: float) -> None:
         completed = run_docker(["stop", "--time", str(max(0, math.ceil(grace))), handle.name])
         if completed.returncode == 0:
             return
@@ -427,6 +746,16 @@ class DockerBackend(Backend):
 
     def cleanup(self, handle: RunHandle) -> None:
         if handle.details.get("keep") == "true":
+            return
+        pair_id = handle.details.get(PAIR_DETAIL)
+        environment = handle.details.get(ENVIRONMENT_DETAIL)
+        if pair_id is not None and environment is not None:
+            process = _own_process(handle)
+            if process is not None:
+                _end_process(process)
+                _forget(handle.name)
+            _end_follower(environment)
+            self._remove_pair(pair_id)
             return
         completed = _remove_container(handle.name)
         if completed.returncode != 0 and not _is_gone(completed):
@@ -469,6 +798,17 @@ class DockerBackend(Backend):
         run_id = run_labels.get(RUN_ID, name.removeprefix("ssebench-"))
         run_state = _STATES.get(str(state.get("Status", "")), "unknown")
         exit_code = state.get("ExitCode")
+        # No "keep" here: cleanup of a run found again removes it (ssebench runs remove).
+        handle = RunHandle(backend=self.name, run_id=run_id, name=name)
+        pair_id = run_labels.get(PAIR)
+        if pair_id is not None:
+            # The environment container of a sidecar run: the handle names the pair.
+            handle = RunHandle(
+                backend=self.name,
+                run_id=run_id,
+                name=agent_container_name(pair_id),
+                details={PAIR_DETAIL: pair_id, ENVIRONMENT_DETAIL: name},
+            )
         return RunInfo(
             run_id=run_id,
             name=name,
@@ -477,8 +817,7 @@ class DockerBackend(Backend):
             image=str(config.get("Image", "")),
             labels=run_labels,
             created_at=_parse_created(container.get("Created")),
-            # No "keep" here: cleanup of a run found again removes it (ssebench runs remove).
-            handle=RunHandle(backend=self.name, run_id=run_id, name=name),
+            handle=handle,
         )
 
     # -- reaching a run --------------------------------------------------------------
@@ -490,7 +829,8 @@ class DockerBackend(Backend):
                 "inspect",
                 "--format",
                 "{{json .State.Running}} {{json .NetworkSettings.Networks}}",
-                handle.name,
+                # Sidecar: the agent container shares this one's network namespace.
+                handle.details.get(ENVIRONMENT_DETAIL, handle.name),
             ]
         )
         if completed.returncode != 0:
@@ -548,7 +888,8 @@ class DockerBackend(Backend):
                 )
             argv += ["--env", name]
         # docker exec takes everything after the container's name as the command.
-        return [*argv, handle.name, *command]
+        # Sidecar: the environment container, which has the task, the tree and the daemon.
+        return [*argv, handle.details.get(ENVIRONMENT_DETAIL, handle.name), *command]
 
 
 def _not_ended(handle: RunHandle, timeout: float | None) -> TimeoutError:
@@ -571,6 +912,29 @@ def _own_process(handle: RunHandle) -> subprocess.Popen[bytes] | None:
 def _forget(name: str) -> None:
     with _processes_lock:
         _processes.pop(name, None)
+
+
+def _follow_output(name: str) -> None:
+    """Copy a detached container's output onto this process's, as it is written."""
+    try:
+        follower = subprocess.Popen(
+            [DOCKER, "logs", "--follow", name], stdin=subprocess.DEVNULL, start_new_session=True
+        )
+    except FileNotFoundError:
+        raise images.docker_missing() from None
+    with _processes_lock:
+        _followers[name] = follower
+
+
+def _end_follower(name: str) -> None:
+    """Let the output follower of name finish (its container has exited), then reap it."""
+    with _processes_lock:
+        follower = _followers.pop(name, None)
+    if follower is not None:
+        try:
+            follower.wait(5)
+        except subprocess.TimeoutExpired:
+            _end_process(follower)
 
 
 def _discard(process: subprocess.Popen[bytes], name: str) -> None:

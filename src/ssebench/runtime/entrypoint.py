@@ -9,6 +9,12 @@ Exit status: the agent's own; 124 when it timed out; 126/127 when it could not b
 started; 128+N when the run was stopped by signal N (143 for docker stop's
 SIGTERM); 2 when the run could not be set up (result.json says why, if it could
 be written at all).
+
+Roles: a sandbox container runs all of the above. In a sidecar run the environment
+container (SSE_SIDECAR_ROLE=environment) runs it too, except that the agent runs in
+the agent container: instead of starting it, the entrypoint waits on the link
+(sidecar.py) for the agent container's entrypoint (agent_side.py, selected with the
+argument --agent-side) to report the agent's start and exit.
 """
 
 from __future__ import annotations
@@ -30,16 +36,25 @@ from .config import DAEMON_PORT, Layout, Settings, Task, default_path, load_imag
 from .daemon import Daemon
 from .dialog import Dialog
 from .evaluator import STOPPED_DURING_GRADING, Evaluator, Grading, result_document, write_result
-from .logs import LogFile, RedactingStream, Redactor, echo_line, utc_now
-from .processes import Child, exit_status, reap_orphans, sweep_user
+from .logs import LogFile, Redactor, echo_line, utc_now
+from .processes import reap_orphans, sweep_user
 from .repository import BaseRepository
+from .sidecar import SOCKET_NAME, EnvironmentLink, LinkClosed
+from .supervision import agent_environment, supervise_agent
 from .unixhttp import request_json
 from .workspace import Workspace, snapshot_home
 
 EXIT_SETUP_ERROR = 2
-EXIT_TIMEOUT = 124
-EXIT_CANNOT_EXECUTE = 126
-EXIT_NOT_FOUND = 127
+# The argument (before the agent's command) that selects the agent container's role.
+AGENT_SIDE_OPTION = "--agent-side"
+ENVIRONMENT_ROLE = "environment"
+# How long the environment container waits for the agent container to connect, and,
+# once it asked it to stop, for its report.
+AGENT_CONNECT_SECONDS = 300.0
+AGENT_STOP_WAIT_SECONDS = 30.0
+# Past the agent's timeout by this much, the environment stops an agent container
+# that has not reported (it enforces the timeout itself; this is the backstop).
+AGENT_TIMEOUT_SLACK_SECONDS = 60.0
 KEEP_ALIVE_MESSAGE = "graded; waiting to be stopped (SSE_KEEP_ALIVE=1)"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _PR_SET_NO_NEW_PRIVS = 38
@@ -82,6 +97,8 @@ class Entrypoint:
         self.dialog: Dialog | None = None
         self.task: Task | None = None
         self._logs: list[LogFile] = []
+        self.sidecar = environ.get("SSE_SIDECAR_ROLE") == ENVIRONMENT_ROLE
+        self.link: EnvironmentLink | None = None
 
     # -- signals -------------------------------------------------------------------
 
@@ -118,6 +135,8 @@ class Entrypoint:
         try:
             return self._run()
         finally:
+            if self.link is not None:
+                self.link.close()
             if self.daemon is not None:
                 self.daemon.stop()
             if self.dialog is not None:
@@ -150,6 +169,13 @@ class Entrypoint:
         for warning in settings.warnings:
             self.log.line(f"warning: {warning}")
         try:
+            if self.sidecar:
+                # Listening first: an agent container that connects early waits in the
+                # backlog, and one that connects after a failed set-up is refused.
+                make_directory(self.layout.socket_dir, None, 0o755)
+                self.link = EnvironmentLink.listen(
+                    self.layout.socket_dir / SOCKET_NAME, peer_uids=frozenset({0, os.geteuid()})
+                )
             accounts = self._accounts or Accounts.system()
             self.task = task = Task.load(self.layout.task_file)
             self.log.line(f"task {task.id}; source {task.source_dir}")
@@ -167,6 +193,8 @@ class Entrypoint:
             self.log.line("stopped before the agent started")
             agent_status: int | None = None
             timed_out = False
+        elif self.sidecar:
+            agent_status, timed_out = self._await_agent_container(task, accounts.agent)
         else:
             agent_status, timed_out = self._run_agent(task, accounts.agent)
         self._admin("/admin/agent-exited", {"exit_code": agent_status, "timed_out": timed_out})
@@ -224,51 +252,79 @@ class Entrypoint:
 
     def _run_agent(self, task: Task, agent: Account) -> tuple[int, bool]:
         """Run the agent to its end, its timeout or a stop; (exit status, timed out)."""
-        if not self.argv:
-            self.log.line("no agent command: the image has no CMD")
-            return EXIT_NOT_FOUND, False
-        output = RedactingStream(
-            self.redactor, self.agent_log.write, lambda data: echo_line(self.stdout, data)
+
+        def started() -> None:
+            self.phase = "agent"
+            self._admin("/admin/agent-started", {"command": self.argv})
+
+        return supervise_agent(
+            self.argv,
+            account=agent,
+            cwd=task.source_dir,
+            env=self._agent_environment(task, agent),
+            timeout=self.settings.timeout,
+            stop=self.stop_event,
+            log=self.log,
+            agent_log=self.agent_log,
+            stdout=self.stdout,
+            redactor=self.redactor,
+            on_started=started,
         )
-        self.log.line(f"starting the agent as {agent.name}: {' '.join(self.argv)}")
+
+    def _await_agent_container(self, task: Task, agent: Account) -> tuple[int | None, bool]:
+        """Sidecar: the agent runs in the agent container, whose entrypoint reports its
+        start and exit over the link; (exit status or None, timed out)."""
+        link = self.link
+        assert link is not None and self.daemon is not None
+        self.log.line("waiting for the agent container")
+        if not link.accept(self.stop_event, AGENT_CONNECT_SECONDS):
+            if not self.stopped:
+                self.log.line(
+                    f"the agent container did not connect within {AGENT_CONNECT_SECONDS:.0f}s"
+                )
+            return None, False
+        ready = {
+            "type": "ready",
+            "uid": agent.uid,
+            "gid": agent.gid,
+            "source_dir": str(task.source_dir),
+            "daemon_port": self.daemon.port,
+        }
+        backstop = time.monotonic() + self.settings.timeout + AGENT_TIMEOUT_SLACK_SECONDS
+        give_up: float | None = None
         try:
-            child = Child(
-                self.argv,
-                account=agent,
-                cwd=task.source_dir,
-                env=self._agent_environment(task, agent),
-                sink=output,
-            )
-        except OSError as error:
-            self.log.line(f"cannot start the agent: {type(error).__name__}: {error.strerror}")
-            status = EXIT_NOT_FOUND if isinstance(error, FileNotFoundError) else EXIT_CANNOT_EXECUTE
-            return status, False
-        self.phase = "agent"
-        self._admin("/admin/agent-started", {"command": self.argv})
-        deadline = child.started + self.settings.timeout
-        timed_out = False
-        while True:
-            code = child.wait(0.25)
-            if code is not None:
-                break
-            if self.stop_event.is_set():
-                self.log.line("stop requested: stopping the agent")
-                code = child.terminate()
-                break
-            if time.monotonic() >= deadline:
-                timed_out = True
-                self.log.line(f"the agent timed out after {self.settings.timeout}s: stopping it")
-                code = child.terminate()
-                break
-            reap_orphans()
-        child.terminate()  # its process group's leftovers
-        swept = sweep_user(agent)
-        if swept:
-            self.log.line(f"killed {swept} leftover processes of {agent.name}")
-        child.output()
-        output.close()
-        status = EXIT_TIMEOUT if timed_out else exit_status(code)
-        self.log.line(f"the agent exited with status {status}")
+            link.send(ready)
+            while True:
+                now = time.monotonic()
+                if give_up is None and (self.stop_event.is_set() or now >= backstop):
+                    reason = "stop requested" if self.stop_event.is_set() else "past its timeout"
+                    self.log.line(f"{reason}: stopping the agent container")
+                    link.send({"type": "stop"})
+                    give_up = now + AGENT_STOP_WAIT_SECONDS
+                if give_up is not None and now >= give_up:
+                    self.log.line("the agent container did not report its exit")
+                    return None, False
+                message = link.receive(0.25)
+                if message is None:
+                    reap_orphans()
+                elif message["type"] == "started":
+                    self.phase = "agent"
+                    self._admin("/admin/agent-started", {"command": message.get("command")})
+                elif message["type"] == "exited":
+                    return self._agent_container_exited(message)
+        except LinkClosed as closed:
+            self.log.line(f"the agent container is gone ({closed}); grading what is there")
+            return None, False
+
+    def _agent_container_exited(self, message: dict[str, Any]) -> tuple[int | None, bool]:
+        code = message.get("exit_code")
+        status = code if isinstance(code, int) and not isinstance(code, bool) else None
+        timed_out = message.get("timed_out") is True
+        signum = message.get("signal")
+        # The agent container was stopped: the run was, as a sandbox run stopped by N.
+        if isinstance(signum, int) and signum in STOP_SIGNALS and self.stop_signal is None:
+            self.stop_signal = signum
+        self.log.line(f"the agent container reports that the agent exited with status {status}")
         return status, timed_out
 
     def _grade(self, task: Task, accounts: Accounts, repository: BaseRepository) -> Grading:
@@ -351,27 +407,14 @@ class Entrypoint:
         return env
 
     def _agent_environment(self, task: Task, agent: Account) -> dict[str, str]:
-        """A clean environment: the image's toolchain variables, the agent's SSE_*
-        settings and the contract's variables; nothing of the runtime."""
-        settings = self.settings
-        env = self._image_environment()
-        env.setdefault("LANG", "C.UTF-8")
-        env.update(settings.agent_variables)
-        env.update(
-            HOME=str(agent.home),
-            USER=agent.name,
-            LOGNAME=agent.name,
-            SSE_BASE_URL=settings.base_url,
-            SSE_API_KEY=settings.api_key,
-            SSE_MODEL_NAME=settings.model_name,
-            SSE_DIFFICULTY=str(settings.difficulty),
-            SSE_ARCHIVE=str(settings.archive),
-            SSE_SOURCE_DIR=str(task.source_dir),
-            SSE_DAEMON_URL=f"http://127.0.0.1:{self.daemon.port if self.daemon else self.port}",
-            SSE_DAEMON_SOCKET=str(self.layout.agent_socket),
-            TIMEOUT=str(settings.timeout),
+        return agent_environment(
+            self.settings,
+            self._image_environment(),
+            agent=agent,
+            source_dir=task.source_dir,
+            daemon_url=f"http://127.0.0.1:{self.daemon.port if self.daemon else self.port}",
+            daemon_socket=self.layout.agent_socket,
         )
-        return env
 
 
 def forbid_new_privileges() -> None:
@@ -397,8 +440,21 @@ def main(
 ) -> int:
     """Run the container's run. Tests pass a temporary layout, the current user as
     both accounts and port 0; the container passes nothing."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == [AGENT_SIDE_OPTION]:
+        # Imported here: agent_side builds on this module.
+        from .agent_side import main as agent_side_main
+
+        return agent_side_main(
+            argv[1:],
+            environ=environ,
+            layout=layout,
+            account=accounts.agent if accounts else None,
+            stdout=stdout,
+            install_signal_handlers=install_signal_handlers,
+        )
     entrypoint = Entrypoint(
-        sys.argv[1:] if argv is None else argv,
+        argv,
         environ=os.environ if environ is None else environ,
         layout=layout or Layout(),
         accounts=accounts,
