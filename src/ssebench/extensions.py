@@ -269,6 +269,10 @@ class Backend(abc.ABC):
     name: str = ""
     builds_images: bool = False
     supports_exec: bool = False
+    default_parallel_runs: int | None = None
+    """How many runs `ssebench eval` runs at once when --jobs is not given. None: the
+    number of CPU cores of this machine, right for a local daemon; a cluster backend
+    sets a larger number (16, say), since its runs do not use this machine's cores."""
 
     @abc.abstractmethod
     def prepare_images(self, request: ImageRequest) -> Images:

@@ -1,0 +1,99 @@
+"""(a) `ssebench run --prebuilt` of the reference agent vs a bare `docker run` of the same
+image doing the same work (same mounts and environment, same grading), wall time."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
+
+from common import PILOT, SSEBENCH, Figure, Result, alternate, docker_problem, main, run
+
+TASK = "py-semver-prerelease"
+IMAGE = f"ssebench/agent-reference/{TASK}:1"  # the prebuilt name under registry "ssebench"
+ROUNDS = 3
+
+
+def measure() -> list[Result]:
+    from common import NotMeasured
+
+    problem = docker_problem()
+    if problem:
+        return [NotMeasured("run overhead", problem)]
+    work = Path(tempfile.mkdtemp(prefix="ssebench-bench-run-"))
+    prefix = f"bench-{secrets.token_hex(3)}"
+    counter = iter(range(1000))
+
+    def ssebench_run() -> None:
+        run_id = f"{prefix}-{next(counter)}"
+        out = run(
+            [
+                *SSEBENCH,
+                "run",
+                "--prebuilt",
+                "--local",
+                str(PILOT),
+                "--task",
+                TASK,
+                "--agent",
+                "reference",
+                "--run-id",
+                run_id,
+                "--results",
+                str(work / "ssebench"),
+            ]
+        )
+        assert out.strip().splitlines()[-1].startswith("passed\t"), out
+
+    def bare_docker_run() -> None:
+        run_dir = work / "bare" / f"{prefix}-{next(counter)}"
+        (run_dir / "archive").mkdir(parents=True)
+        (run_dir / "result.json").touch()
+        patch = run_dir / "reference.patch"
+        shutil.copy(PILOT / TASK / "reference.patch", patch)
+        run(
+            [
+                "docker",
+                "run",
+                "--rm",
+                "--pull",
+                "never",
+                "--network",
+                "none",
+                "--label",
+                f"ssebench.bench={prefix}",
+                "--mount",
+                f"type=bind,source={run_dir},target=/var/lib/ssebench/results",
+                "--mount",
+                f"type=bind,source={run_dir / 'archive'},target=/tmp/sse-archive",
+                "--mount",
+                f"type=bind,source={patch},target=/reference/patch.diff,readonly",
+                *("-e", "SSE_MODEL_NAME=none", "-e", "SSE_DIFFICULTY=2", "-e", "TIMEOUT=3600"),
+                *("-e", "SSE_RESULTS=/var/lib/ssebench/results"),
+                *("-e", "SSE_ARCHIVE=/tmp/sse-archive", "-e", f"SSE_RUN_ID={run_dir.name}"),
+                IMAGE,
+            ]
+        )
+        result = json.loads((run_dir / "result.json").read_text())
+        assert result["status"] == "passed", result
+
+    try:
+        subject, baseline = alternate(ssebench_run, bare_docker_run, ROUNDS)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return [
+        Figure(
+            "(a) run wall time",
+            "ssebench run --prebuilt (reference)",
+            subject,
+            "bare docker run, same image and work",
+            baseline,
+            note=f"{TASK}, median of {ROUNDS}",
+        )
+    ]
+
+
+if __name__ == "__main__":
+    main(measure)

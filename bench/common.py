@@ -1,0 +1,173 @@
+"""What the benchmark scripts share: timing, the figure they print, the machine.
+
+Every figure is a ratio of the ssebench operation against a baseline that does the same
+work with the platform's own tool, both measured in the same process run, so the noise
+of a shared machine moves both. Each is the median of several rounds.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PILOT = ROOT / "datasets" / "pilot"
+SSEBENCH = [sys.executable, "-m", "ssebench.cli.main"]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured ratio: subject_seconds / baseline_seconds (or a count)."""
+
+    name: str
+    subject: str
+    subject_value: float
+    baseline: str
+    baseline_value: float | None
+    unit: str = "s"
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.baseline_value in (None, 0):
+            return None
+        assert self.baseline_value is not None
+        return self.subject_value / self.baseline_value
+
+    def line(self) -> str:
+        ratio = "-" if self.ratio is None else f"{self.ratio:.2f}x"
+        baseline = "" if self.baseline_value is None else f"{self.baseline_value:.3f} {self.unit}"
+        note = f"  ({self.note})" if self.note else ""
+        return (
+            f"{self.name}: {ratio}  {self.subject} {self.subject_value:.3f} {self.unit}"
+            f" vs {self.baseline} {baseline}{note}"
+        )
+
+
+@dataclass(frozen=True)
+class NotMeasured:
+    name: str
+    reason: str
+
+    def line(self) -> str:
+        return f"{self.name}: not measured: {self.reason}"
+
+
+Result = Figure | NotMeasured
+
+
+def median_seconds(action: Callable[[], object], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def alternate(
+    subject: Callable[[], object], baseline: Callable[[], object], rounds: int
+) -> tuple[float, float]:
+    """Median seconds of subject and of baseline, measured in turns."""
+    subject_times, baseline_times = [], []
+    for _ in range(rounds):
+        for action, times in ((subject, subject_times), (baseline, baseline_times)):
+            started = time.perf_counter()
+            action()
+            times.append(time.perf_counter() - started)
+    return statistics.median(subject_times), statistics.median(baseline_times)
+
+
+def run(argv: list[str], *, timeout: float = 900, env: dict[str, str] | None = None) -> str:
+    """Run argv; return its stdout; raise with its output when it fails."""
+    done = subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(argv[:6])}... exited {done.returncode}: "
+            f"{(done.stderr or done.stdout)[-1500:]}"
+        )
+    return done.stdout
+
+
+def docker_problem() -> str | None:
+    if shutil.which("docker") is None:
+        return "the docker CLI is not installed"
+    done = subprocess.run(
+        ["docker", "version", "--format", "{{.Server.Version}}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return None if done.returncode == 0 else f"no Docker daemon: {done.stderr.strip()[:200]}"
+
+
+def cluster_problem() -> str | None:
+    """None when a Kubernetes cluster answers, else why it cannot be measured."""
+    config = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    in_pod = bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    if not in_pod and not Path(config.split(os.pathsep)[0]).is_file():
+        return "no cluster: KUBECONFIG is unset and there is no ~/.kube/config (nor a pod)"
+    if shutil.which("kubectl") is None:
+        return "kubectl is not installed"
+    done = subprocess.run(
+        ["kubectl", "version", "--request-timeout=10s", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    if done.returncode != 0:
+        return f"the cluster does not answer: {done.stderr.strip()[:200]}"
+    try:
+        import kubernetes  # noqa: F401
+    except ImportError:
+        return "the kubernetes client is not installed (pip install 'ssebench[kubernetes]')"
+    return None
+
+
+def machine() -> dict[str, str]:
+    """What the figures were measured on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = ""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    docker = subprocess.run(
+        ["docker", "version", "--format", "{{.Server.Version}}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout.strip()
+    return {
+        "cpu": cpu,
+        "cores": str(os.cpu_count()),
+        "memory": memory,
+        "kernel": platform.release(),
+        "os": platform.platform(terse=True),
+        "python": platform.python_version(),
+        "docker": docker or "none",
+    }
+
+
+def main(measure: Callable[[], list[Result]]) -> None:
+    for result in measure():
+        print(result.line(), flush=True)

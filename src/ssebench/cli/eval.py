@@ -1,0 +1,420 @@
+"""`ssebench eval`: every task of a dataset, one ordinary run each, several at once.
+
+While it runs, the runs' own output (the containers' and the runner's) goes to
+<results>/eval-<timestamp>.log, and the terminal shows the progress: a live display
+on a terminal, one line per run otherwise. At the end it prints a table and writes a
+JSON report. See docs/cli.md, "ssebench eval".
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import os
+import secrets
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from ssebench.backends import load_backend, selected_backend_name
+from ssebench.cli import run as run_cli
+from ssebench.cli.output import print_table
+from ssebench.errors import UserError
+from ssebench.evaluation import (
+    Evaluation,
+    Limits,
+    RetryPolicy,
+    TaskRun,
+    default_jobs,
+    stop_on_signals,
+)
+from ssebench.proxy import plan_model_access
+from ssebench.results import check_run_id, new_run_id, write_json
+from ssebench.runner import RunSettings
+from ssebench.tasks import Task
+from ssebench.tasks.dataset import resolve_dataset
+
+# The options of `ssebench run` that eval passes on to every run as they are.
+RUN_OPTIONS = (
+    "model",
+    "budget",
+    "local",
+    "catalog",
+    "backend",
+    "prebuilt",
+    "timeout",
+    "difficulty",
+    "egress",
+    "platform",
+    "mode",
+    "results",
+)
+REFRESH_SECONDS = 0.5
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "eval",
+        help="run an agent on every task of a dataset",
+        description="Run an agent on every selected task of a dataset, several at once, each "
+        "an ordinary run with its own run directory. Tasks already graded for this agent and "
+        "model under --results are skipped, so running the same command again finishes the "
+        "rest.",
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument(
+        "--dataset",
+        dest="local",
+        metavar="DIR",
+        help="a dataset folder (default: $SSEBENCH_DATASET or ./datasets/pilot)",
+    )
+    source.add_argument("--catalog", metavar="URL", help="a task catalog service")
+    parser.add_argument("--tasks", nargs="+", metavar="TASK", help="task IDs (default: all)")
+    parser.add_argument("--agent", required=True, help="the agent (reference, dummy, ...)")
+    parser.add_argument("--model", help="the model; optional for agents that need none")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="USD",
+        help="the most each run's model key may spend, in USD (default 10)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="runs at once (default: the backend's; this machine's cores for docker)",
+    )
+    parser.add_argument(
+        "--backend", help="docker (default), kubernetes, or an extension; also $SSEBENCH_BACKEND"
+    )
+    parser.add_argument(
+        "--results", default="results", metavar="DIR", help="where run directories go (./results)"
+    )
+    parser.add_argument(
+        "--rerun", action="store_true", help="run tasks that already have a recorded grade too"
+    )
+    parser.add_argument(
+        "--timeout", type=int, default=3600, help="seconds each agent may run (default 3600)"
+    )
+    parser.add_argument(
+        "--prebuilt",
+        action="store_true",
+        help="use published images, build nothing (also SSEBENCH_PREBUILT=1)",
+    )
+    parser.add_argument(
+        "--report", metavar="FILE", help="the JSON report (default <results>/eval-<time>.json)"
+    )
+    parser.add_argument("--difficulty", type=int, choices=(1, 2, 3), default=2)
+    parser.add_argument("--egress", choices=("restricted", "open"))
+    parser.add_argument("--platform", help="linux/<arch> of the images and containers")
+    parser.add_argument("--mode", choices=("sandbox", "sidecar"), default="sandbox")
+    parser.add_argument(
+        "--run-id-prefix",
+        metavar="PREFIX",
+        help="run IDs are PREFIX-<hex> (default: YYYYMMDD-HHMMSS-<hex>)",
+    )
+    parser.add_argument(
+        "--max-preparing", type=int, metavar="N", help="tasks preparing images at once (2)"
+    )
+    parser.add_argument(
+        "--max-starting", type=int, metavar="N", help="runs being started at once (4)"
+    )
+    parser.add_argument(
+        "--max-removing", type=int, metavar="N", help="runs being removed at once (4)"
+    )
+    parser.add_argument(
+        "--start-attempts",
+        type=int,
+        default=RetryPolicy.attempts,
+        metavar="N",
+        help="tries of a start that fails for a transient reason (default 4)",
+    )
+    parser.add_argument(
+        "--require-pass", action="store_true", help="exit 1 unless every task passed"
+    )
+    parser.set_defaults(handler=eval_command)
+
+
+class RunIds:
+    """New run IDs, never the same twice in one evaluation."""
+
+    def __init__(self, prefix: str | None) -> None:
+        if prefix is not None:
+            check_run_id(f"{prefix}-{'0' * 8}")
+        self.prefix = prefix
+        self._used: set[str] = set()
+        self._lock = threading.Lock()
+
+    def new(self) -> str:
+        with self._lock:
+            while True:
+                candidate = f"{self.prefix}-{secrets.token_hex(4)}" if self.prefix else new_run_id()
+                if candidate not in self._used:
+                    self._used.add(candidate)
+                    return candidate
+
+
+def base_settings(arguments: argparse.Namespace, task: Task, builds: bool) -> RunSettings:
+    """The settings `ssebench run` would make for task from these options."""
+    parser = argparse.ArgumentParser(add_help=False)
+    run_cli.register(parser.add_subparsers())
+    # Every other option of `ssebench run` keeps the default it has there.
+    namespace = parser.parse_args(["run", "--task", task.id, "--agent", arguments.agent])
+    for name in RUN_OPTIONS:
+        setattr(namespace, name, getattr(arguments, name))
+    backend_name = selected_backend_name(arguments.backend)
+    return run_cli._settings(namespace, backend_name, builds)
+
+
+def select_tasks(all_tasks: tuple[Task, ...], wanted: list[str] | None) -> list[Task]:
+    if not wanted:
+        return list(all_tasks)
+    by_id = {task.id: task for task in all_tasks}
+    missing = [task_id for task_id in wanted if task_id not in by_id]
+    if missing:
+        known = ", ".join(by_id)
+        raise UserError(f"No task {missing[0]!r} in the dataset (tasks: {known})")
+    return [by_id[task_id] for task_id in dict.fromkeys(wanted)]
+
+
+@contextlib.contextmanager
+def output_into(log: Path) -> Iterator[tuple[TextIO, TextIO]]:
+    """Send this process's stdout and stderr, and so the output of the containers it
+    starts, into log; yield streams to the original stdout and stderr."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    terminal_out = open(os.dup(saved[0]), "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+    terminal_err = open(os.dup(saved[1]), "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+    os.dup2(descriptor, 1)
+    os.dup2(descriptor, 2)
+    try:
+        yield terminal_out, terminal_err
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        terminal_out.close()
+        terminal_err.close()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for number in (*saved, descriptor):
+            os.close(number)
+
+
+def clock(seconds: float) -> str:
+    minutes, second = divmod(int(seconds), 60)
+    hours, minute = divmod(minutes, 60)
+    return f"{hours}:{minute:02d}:{second:02d}" if hours else f"{minute}:{second:02d}"
+
+
+def money(spend: float | None) -> str:
+    return "-" if spend is None else f"${spend:.4f}"
+
+
+class Progress:
+    """What the terminal shows while the evaluation runs.
+
+    On a terminal: a block of lines redrawn in place (counts, then one line per active
+    run), with a line per finished run printed above it. Otherwise: one plain line per
+    run that starts or finishes, with the counts.
+    """
+
+    def __init__(self, evaluation: Evaluation, out: TextIO, *, live: bool) -> None:
+        self.evaluation = evaluation
+        self.out = out
+        self.live = live
+        self._drawn = 0
+        self._lock = threading.Lock()
+
+    def status_line(self) -> str:
+        counts = self.evaluation.counts()
+        return (
+            f"done {counts.done}/{counts.total}  running {counts.running}  "
+            f"queued {counts.queued} | passed {counts.passed}  failed {counts.failed}  "
+            f"error {counts.error} | {clock(self.evaluation.elapsed())} | "
+            f"spend {money(self.evaluation.spend())}"
+        )
+
+    def event(self, kind: str, run: TaskRun) -> None:
+        if kind == "started":
+            if self.live:
+                return  # the live block shows it
+            line = f"started  {run.task.id} ({run.run_id})"
+        else:
+            seconds = "" if run.seconds is None else f" {run.seconds:.1f} s"
+            detail = f" ({run.error_msg})" if run.error_msg and run.status != "passed" else ""
+            line = f"{run.status:<8} {run.task.id}{seconds}{detail}"
+        with self._lock:
+            self._clear()
+            self.out.write(f"ssebench eval: {line}  [{self.status_line()}]\n")
+            self._draw()
+
+    def refresh(self) -> None:
+        if not self.live:
+            return
+        with self._lock:
+            self._clear()
+            self._draw()
+
+    def close(self) -> None:
+        with self._lock:
+            self._clear()
+            self.out.flush()
+            self.live = False
+
+    def _clear(self) -> None:
+        if self._drawn:
+            # Up to the first line of the block, and clear from there down.
+            self.out.write(f"\r\x1b[{self._drawn - 1}A\x1b[J" if self._drawn > 1 else "\r\x1b[J")
+            self._drawn = 0
+
+    def _draw(self) -> None:
+        if not self.live:
+            self.out.flush()
+            return
+        lines = [f"ssebench eval: {self.status_line()}"]
+        for run in self.evaluation.runs:
+            if run.state in ("preparing", "starting", "running", "removing"):
+                seconds = "" if run.seconds is None else clock(run.seconds)
+                lines.append(f"  {run.state:<9} {run.task.id}  {seconds}")
+        self.out.write("\n".join(lines))
+        self.out.flush()
+        self._drawn = len(lines)
+
+
+def eval_command(arguments: argparse.Namespace) -> int:
+    backend_name = selected_backend_name(arguments.backend)
+    backend = load_backend(backend_name)
+    dataset = resolve_dataset(arguments.local, arguments.catalog)
+    tasks = select_tasks(dataset.tasks, arguments.tasks)
+    jobs = arguments.jobs if arguments.jobs is not None else default_jobs(backend, os.cpu_count())
+    if jobs < 1:
+        raise UserError("--jobs must be at least 1")
+    for option in ("max_preparing", "max_starting", "max_removing"):
+        value = getattr(arguments, option)
+        if value is not None and value < 1:
+            raise UserError(f"--{option.replace('_', '-')} must be at least 1")
+    if arguments.start_attempts < 1:
+        raise UserError("--start-attempts must be at least 1")
+    limits = Limits.for_jobs(
+        jobs,
+        preparing=arguments.max_preparing,
+        starting=arguments.max_starting,
+        removing=arguments.max_removing,
+    )
+    run_ids = RunIds(arguments.run_id_prefix)
+    base = base_settings(arguments, tasks[0], backend.builds_images)
+    # As for `ssebench run`: a reference run applies the task's patch and needs no key.
+    model_access = None
+    if base.model and not base.agent.is_reference:
+        model_access = plan_model_access(base.model, arguments.budget, backend.proxy())
+    results_root = base.results_root
+    results_root.mkdir(parents=True, exist_ok=True)
+    stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    # A second evaluation in the same second gets a name of its own.
+    stamp = next(
+        name
+        for name in (stamp, *(f"{stamp}-{number}" for number in range(1, 1000)))
+        if not (results_root / f"eval-{name}.json").exists()
+        and not (results_root / f"eval-{name}.log").exists()
+    )
+    report_path = (
+        Path(arguments.report) if arguments.report else results_root / f"eval-{stamp}.json"
+    )
+    if report_path.is_dir():
+        raise UserError(f"--report {report_path} is a folder; name a file")
+    log_path = results_root / f"eval-{stamp}.log"
+
+    def settings_for(task: Task) -> RunSettings:
+        return dataclasses.replace(base, task=task, run_id=run_ids.new())
+
+    with output_into(log_path) as (terminal_out, terminal_err):
+        log = sys.stderr
+        evaluation = Evaluation(
+            backend,
+            tasks,
+            settings_for,
+            agent=base.agent.name,
+            model=base.model,
+            results_root=results_root,
+            limits=limits,
+            retry=RetryPolicy(attempts=arguments.start_attempts),
+            rerun=arguments.rerun,
+            log=log,
+            model_access=model_access,
+        )
+        progress = Progress(evaluation, terminal_err, live=terminal_err.isatty())
+        evaluation.listener = progress.event
+        counts = evaluation.counts()
+        terminal_err.write(
+            f"ssebench eval: {dataset.name}, {len(tasks)} tasks ({counts.skipped} graded "
+            f"already), agent {base.agent.name}, model {base.model_label}, {backend_name}, "
+            f"{jobs} at once; output of the runs: {log_path}\n"
+        )
+        terminal_err.flush()
+        with stop_on_signals(evaluation, terminal_err) as received:
+            evaluation.start()
+            while not evaluation.wait(REFRESH_SECONDS):
+                progress.refresh()
+        progress.close()
+        report = evaluation.report(
+            {
+                "command": "eval",
+                "dataset": {
+                    "name": dataset.name,
+                    "version": dataset.version,
+                    "path": str(dataset.path),
+                },
+                "agent": base.agent.name,
+                "model": base.model_label,
+                "backend": backend_name,
+                "results": str(results_root),
+                "log": str(log_path),
+                "rerun": arguments.rerun,
+            }
+        )
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(report_path, report)
+        _print_summary(evaluation, report, report_path, terminal_out)
+    if received:
+        return 128 + received[0]
+    if arguments.require_pass and report["counts"]["passed"] != report["counts"]["total"]:
+        return 1
+    return 0
+
+
+def _print_summary(
+    evaluation: Evaluation, report: dict[str, Any], report_path: Path, out: TextIO
+) -> None:
+    saved, sys.stdout = sys.stdout, out
+    try:
+        print_table(
+            ("TASK", "STATUS", "RUN ID", "SECONDS", "SPEND", "DETAIL"),
+            [
+                (
+                    run.task.id,
+                    f"{run.status} (recorded before)" if run.skipped else run.status,
+                    run.run_id,
+                    None if run.skipped or run.seconds is None else f"{run.seconds:.1f}",
+                    None if run.spend is None else f"{run.spend:.4f}",
+                    run.error_msg,
+                )
+                for run in evaluation.runs
+            ],
+        )
+        counts = report["counts"]
+        print(
+            f"passed {counts['passed']}  failed {counts['failed']}  error {counts['error']}  "
+            f"stopped {counts['stopped']}  not run {counts['not_run']}  "
+            f"(skipped {counts['skipped']}) in {clock(report['elapsed_seconds'])}, "
+            f"spend {money(report['spend'])}"
+        )
+        print(f"report: {report_path}")
+        out.flush()
+    finally:
+        sys.stdout = saved

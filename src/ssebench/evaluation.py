@@ -1,0 +1,729 @@
+"""Evaluating a whole dataset: every task an ordinary run, several at once (`ssebench eval`).
+
+Each task goes through these states, and each step has a limit of its own:
+
+    queued -> preparing -> ready -> starting -> running -> removing -> done
+              |                     |                      |
+              prepare_images,       backend.start, at      backend.cleanup, at
+              once per task, at     most `starting` at     most `removing` at
+              most `preparing`      once; retried with     once
+              at once               back-off when the
+                                    failure is transient
+              <------------- at most `jobs` tasks from starting to done ------------->
+
+A run is Runner.run with the same settings as `ssebench run`, so it has its own run
+directory and summary.json. Starting and removing have separate limits so that on a
+full cluster, where a start waits for room, the removals that make room never queue
+behind it. A task whose grade is already recorded under the results folder (same task,
+agent and model; passed or failed; not stopped) is skipped unless rerun is asked for,
+so running the same evaluation again finishes what is left.
+
+request_stop() (the CLI calls it on SIGINT/SIGTERM) starts nothing more and stops the
+running runs through their StopRequest, so each is graded as far as it got, recorded
+and removed; request_stop(kill=True) ends them without a grace period.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import queue
+import random
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+from ssebench.errors import BackendError, SsebenchError, UserError
+from ssebench.extensions import (
+    Backend,
+    ImageRequest,
+    Images,
+    ProxyEndpoint,
+    RunHandle,
+    RunInfo,
+    RunSpec,
+)
+from ssebench.results import NO_MODEL, RunDirectory, iter_summaries, read_json, utc_now
+from ssebench.runner import Runner, RunSettings, StopRequest
+from ssebench.tasks import Task
+
+if TYPE_CHECKING:
+    from ssebench.proxy import ModelAccessPlan, ModelSession
+
+REPORT_SCHEMA = 1
+GRADED = ("passed", "failed")
+
+State = Literal["queued", "preparing", "ready", "starting", "running", "removing", "done"]
+# What became of a task: a grade (passed, failed), error (no grade: the run or its
+# images failed), stopped (interrupted: recorded but not a grade), not_run (never begun).
+Status = Literal["passed", "failed", "error", "stopped", "not_run"]
+
+# Failures of backend.start that clear by themselves: the platform did not answer or
+# asked to be called again later. Only these are retried. Everything else (a missing
+# image, a name in use, a refused spec, any UserError) would fail again the same way.
+TRANSIENT_MARKERS = (
+    "connection refused",
+    "connection reset",
+    "i/o timeout",
+    "tls handshake timeout",
+    "too many requests",
+    "service unavailable",
+    "the server is currently unable to handle the request",
+    "etcdserver: request timed out",
+    "etcdserver: leader changed",
+)
+
+
+def is_transient(error: BaseException) -> bool:
+    """True when a failed start is worth trying again after a pause.
+
+    Transient means the platform could not be reached or was overloaded: a
+    ConnectionError or TimeoutError, raised by the backend or as the cause of its
+    BackendError, or a BackendError whose message carries one of TRANSIENT_MARKERS.
+    A UserError (ImageUnavailableError included) never is.
+    """
+    if isinstance(error, UserError):
+        return False
+    if isinstance(error, (ConnectionError, TimeoutError)):
+        return True
+    if not isinstance(error, BackendError):
+        return False
+    if isinstance(error.__cause__, (ConnectionError, TimeoutError)):
+        return True
+    message = str(error).lower()
+    return any(marker in message for marker in TRANSIENT_MARKERS)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently a transient start failure is retried.
+
+    attempts counts the first try. The pause before try n+1 is first_delay * 2**(n-1),
+    at most max_delay, with up to half of it taken off at random so that many runs
+    refused at once do not come back at once.
+    """
+
+    attempts: int = 4
+    first_delay: float = 5.0
+    max_delay: float = 60.0
+
+    def delay(self, failed_attempts: int, rng: random.Random | None = None) -> float:
+        full = min(self.max_delay, self.first_delay * 2.0 ** (failed_attempts - 1))
+        fraction = rng.random() if rng is not None else random.random()
+        return full * (1 - 0.5 * fraction)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How many tasks may be in each step at once."""
+
+    jobs: int
+    preparing: int = 2
+    starting: int = 4
+    removing: int = 4
+
+    @classmethod
+    def for_jobs(
+        cls,
+        jobs: int,
+        *,
+        preparing: int | None = None,
+        starting: int | None = None,
+        removing: int | None = None,
+    ) -> Limits:
+        limits = cls(
+            jobs=jobs,
+            preparing=min(jobs, cls.preparing) if preparing is None else preparing,
+            starting=min(jobs, cls.starting) if starting is None else starting,
+            removing=min(jobs, cls.removing) if removing is None else removing,
+        )
+        for name in ("jobs", "preparing", "starting", "removing"):
+            if getattr(limits, name) < 1:
+                raise UserError(f"The limit {name} must be at least 1")
+        return limits
+
+
+def default_jobs(backend: Backend, cores: int | None) -> int:
+    """The backend's default_parallel_runs, else this machine's cores."""
+    return backend.default_parallel_runs or max(1, cores or 1)
+
+
+@dataclass
+class TaskRun:
+    """One task of the evaluation, as it goes. Changed by the worker that holds it."""
+
+    task: Task
+    state: State = "queued"
+    status: Status | None = None
+    skipped: bool = False
+    run_id: str | None = None
+    run_dir: Path | None = None
+    error_msg: str | None = None
+    start_attempts: int = 0
+    retries: list[str] = field(default_factory=list)
+    spend: float | None = None
+    started: float | None = None
+    finished: float | None = None
+    settings: RunSettings | None = None
+    stop: StopRequest | None = None
+    handle: RunHandle | None = None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started is None:
+            return None
+        end = self.finished if self.finished is not None else time.monotonic()
+        return round(end - self.started, 3)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task.id,
+            "status": self.status,
+            "skipped": self.skipped,
+            "run_id": self.run_id,
+            "run_dir": None if self.run_dir is None else str(self.run_dir),
+            "error_msg": self.error_msg,
+            "start_attempts": self.start_attempts,
+            "start_retries": list(self.retries),
+            "seconds": self.seconds if not self.skipped else None,
+            "spend": self.spend,
+        }
+
+
+def spend_of(summary: Mapping[str, Any]) -> float | None:
+    """The run's spend in USD from its summary.json: a number, or {"usd": number}."""
+    spend = summary.get("spend")
+    if isinstance(spend, Mapping):
+        spend = spend.get("usd")
+    if isinstance(spend, (int, float)) and not isinstance(spend, bool):
+        return float(spend)
+    return None
+
+
+def recorded_grades(
+    results_root: Path, *, agent: str, model: str | None
+) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """The newest graded run of every task for this agent and model, by task ID.
+
+    Graded: summary.json says passed or failed and the run was not stopped (a stopped
+    run is graded as far as it got, which is no verdict on the agent).
+    """
+    found: dict[str, tuple[Path, dict[str, Any]]] = {}
+    model_label = model or NO_MODEL
+    for run_dir, summary in iter_summaries(results_root):
+        config = summary.get("config") or {}
+        if (
+            config.get("agent") == agent
+            and config.get("model") == model_label
+            and summary.get("status") in GRADED
+            and not summary.get("stopped")
+        ):
+            found[str(summary.get("task"))] = (run_dir, summary)  # oldest first: newest wins
+    return found
+
+
+class _Gates:
+    """The step limits shared by every run of one evaluation."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.preparing = threading.BoundedSemaphore(limits.preparing)
+        self.starting = threading.BoundedSemaphore(limits.starting)
+        self.removing = threading.BoundedSemaphore(limits.removing)
+
+
+class _Stopped(BackendError):
+    """The evaluation was stopped before this run's container was started."""
+
+
+class ScheduledBackend(Backend):
+    """One run's view of the backend: start waits for a start slot and retries a
+    transient failure with back-off; cleanup waits for a removal slot. Every other
+    call goes straight through."""
+
+    def __init__(
+        self,
+        inner: Backend,
+        *,
+        starting: threading.Semaphore,
+        removing: threading.Semaphore,
+        retry: RetryPolicy,
+        job: TaskRun,
+        stop: StopRequest,
+        say: Callable[[str], None],
+        rng: random.Random | None = None,
+    ) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.builds_images = inner.builds_images
+        self.supports_exec = inner.supports_exec
+        self.default_parallel_runs = inner.default_parallel_runs
+        self._starting = starting
+        self._removing = removing
+        self._retry = retry
+        self._job = job
+        self._stop = stop
+        self._say = say
+        self._rng = rng
+
+    def _stopped(self, run_id: str) -> _Stopped:
+        return _Stopped(
+            "the evaluation was stopped before the run started", backend=self.name, run_id=run_id
+        )
+
+    def start(self, spec: RunSpec) -> RunHandle:
+        while True:
+            while not self._starting.acquire(timeout=0.1):
+                if self._stop.requested.is_set():
+                    raise self._stopped(spec.run_id)
+            try:
+                if self._stop.requested.is_set():
+                    raise self._stopped(spec.run_id)
+                self._job.state = "starting"
+                self._job.start_attempts += 1
+                try:
+                    handle = self.inner.start(spec)
+                except Exception as error:
+                    attempts = self._job.start_attempts
+                    if not is_transient(error) or attempts >= self._retry.attempts:
+                        raise
+                    reason = f"{type(error).__name__}: {error}"
+                    self._job.retries.append(reason)
+                else:
+                    self._job.handle = handle
+                    self._job.state = "running"
+                    return handle
+            finally:
+                self._starting.release()
+            pause = self._retry.delay(attempts, self._rng)
+            self._say(
+                f"run {spec.run_id}: start failed ({reason}); "
+                f"try {attempts + 1} of {self._retry.attempts} in {pause:.1f} s"
+            )
+            self._job.state = "ready"
+            if self._stop.requested.wait(pause):
+                raise self._stopped(spec.run_id)
+
+    def cleanup(self, handle: RunHandle) -> None:
+        self._job.state = "removing"
+        with self._removing:
+            self.inner.cleanup(handle)
+
+    def prepare_images(self, request: ImageRequest) -> Images:
+        return self.inner.prepare_images(request)
+
+    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+        self.inner.copy_from_image(image, path, dest, platform)
+
+    def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        return self.inner.wait(handle, timeout)
+
+    def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
+        return self.inner.logs(handle, follow)
+
+    def collect_results(self, handle: RunHandle, dest: Path) -> None:
+        self.inner.collect_results(handle, dest)
+
+    def stop(self, handle: RunHandle, grace: float) -> None:
+        self.inner.stop(handle, grace)
+
+    def list_runs(self, labels: Mapping[str, str]) -> list[RunInfo]:
+        return self.inner.list_runs(labels)
+
+    def inspect_run(self, run_id: str) -> RunInfo | None:
+        return self.inner.inspect_run(run_id)
+
+    def endpoint(self, handle: RunHandle, port: int) -> str:
+        return self.inner.endpoint(handle, port)
+
+    def exec_argv(
+        self,
+        handle: RunHandle,
+        command: Sequence[str],
+        *,
+        user: str | None = None,
+        workdir: str | None = None,
+        tty: bool = False,
+        stdin: bool = False,
+        env_names: Sequence[str] = (),
+    ) -> list[str]:
+        return self.inner.exec_argv(
+            handle,
+            command,
+            user=user,
+            workdir=workdir,
+            tty=tty,
+            stdin=stdin,
+            env_names=env_names,
+        )
+
+    def proxy(self) -> ProxyEndpoint | None:
+        return self.inner.proxy()
+
+
+@dataclass(frozen=True)
+class Counts:
+    total: int
+    queued: int
+    running: int
+    done: int
+    passed: int
+    failed: int
+    error: int
+    stopped: int
+    not_run: int
+    skipped: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "total": self.total,
+            "passed": self.passed,
+            "failed": self.failed,
+            "error": self.error,
+            "stopped": self.stopped,
+            "not_run": self.not_run,
+            "skipped": self.skipped,
+        }
+
+
+Listener = Callable[[str, TaskRun], None]
+
+
+class Evaluation:
+    """Runs every task of tasks through the Runner, at most limits.jobs at once.
+
+    settings_for(task) gives the run's settings (a new run ID each call). listener, if
+    given, is called from the workers with ("started" | "finished", task run).
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        tasks: Sequence[Task],
+        settings_for: Callable[[Task], RunSettings],
+        *,
+        agent: str,
+        model: str | None,
+        results_root: Path,
+        limits: Limits,
+        retry: RetryPolicy | None = None,
+        rerun: bool = False,
+        log: TextIO,
+        listener: Listener | None = None,
+        model_access: ModelAccessPlan | None = None,
+    ) -> None:
+        self.backend = backend
+        self.settings_for = settings_for
+        self.limits = limits
+        self.retry = retry or RetryPolicy()
+        self.log = log
+        self.listener = listener
+        self.model_access = model_access
+        # Opening a key may start the local proxy stack: one at a time.
+        self._model_lock = threading.Lock()
+        self.runs = [TaskRun(task=task) for task in tasks]
+        self.started_at = utc_now()
+        self.started = time.monotonic()
+        self.finished_at: str | None = None
+        self.interrupted = False
+        self._gates = _Gates(limits)
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._log_lock = threading.Lock()
+        self._to_prepare: queue.SimpleQueue[TaskRun] = queue.SimpleQueue()
+        self._ready: queue.SimpleQueue[TaskRun | None] = queue.SimpleQueue()
+        self._all_done = threading.Event()
+        self._preparers_left = 0
+        self._left = 0
+        self._images: dict[str, Images] = {}
+        recorded = {} if rerun else recorded_grades(results_root, agent=agent, model=model)
+        for run in self.runs:
+            previous = recorded.get(run.task.id)
+            if previous is None:
+                self._to_prepare.put(run)
+                continue
+            run_dir, summary = previous
+            run.state, run.skipped, run.run_dir = "done", True, run_dir
+            run.status = "passed" if summary.get("status") == "passed" else "failed"
+            run.run_id = str(summary.get("run_id"))
+            run.error_msg = summary.get("error_msg")
+            run.spend = spend_of(summary)
+
+    # -- watching ------------------------------------------------------------------
+
+    def say(self, message: str) -> None:
+        with self._log_lock:
+            self.log.write(f"ssebench: {message}\n")
+            self.log.flush()
+
+    def counts(self) -> Counts:
+        runs = list(self.runs)
+        by_status = {status: sum(run.status == status for run in runs) for status in STATUSES}
+        return Counts(
+            total=len(runs),
+            queued=sum(run.state in ("queued", "preparing", "ready") for run in runs),
+            running=sum(run.state in ("starting", "running", "removing") for run in runs),
+            done=sum(run.state == "done" for run in runs),
+            skipped=sum(run.skipped for run in runs),
+            **by_status,
+        )
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def spend(self) -> float | None:
+        spends = [run.spend for run in self.runs if run.spend is not None and not run.skipped]
+        return round(sum(spends), 6) if spends else None
+
+    def finished(self) -> bool:
+        return self._all_done.is_set()
+
+    # -- running -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the workers; they end by themselves once every task is done."""
+        pending = [run for run in self.runs if run.state == "queued"]
+        if not pending:
+            self._all_done.set()
+            return
+        self._left = len(pending)
+        preparers = min(self.limits.preparing, len(pending))
+        self._preparers_left = preparers
+        for number in range(preparers):
+            threading.Thread(
+                target=self._prepare_worker, name=f"eval-prepare-{number}", daemon=True
+            ).start()
+        for number in range(min(self.limits.jobs, len(pending))):
+            threading.Thread(
+                target=self._run_worker, name=f"eval-run-{number}", daemon=True
+            ).start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until every task is done; False if timeout passed first."""
+        return self._all_done.wait(timeout)
+
+    def run(self) -> None:
+        self.start()
+        self.wait()
+
+    def request_stop(self, *, kill: bool = False) -> None:
+        """Start nothing more; stop the running runs (kill: without a grace period)."""
+        with self._lock:
+            self._stopping = True
+            self.interrupted = True
+            active = [run for run in self.runs if run.stop is not None and run.state != "done"]
+        for run in active:
+            assert run.stop is not None
+            run.stop.request()
+            if kill and run.handle is not None:
+                threading.Thread(
+                    target=self._kill, args=(run.handle,), name="eval-kill", daemon=True
+                ).start()
+
+    def _kill(self, handle: RunHandle) -> None:
+        try:
+            self.backend.stop(handle, 0)
+        except SsebenchError as error:
+            self.say(f"run {handle.run_id}: kill failed: {error}")
+
+    def _finish(self, run: TaskRun, status: Status, message: str | None = None) -> None:
+        run.status = status
+        if message is not None:
+            run.error_msg = message
+        run.finished = time.monotonic()
+        run.state = "done"
+        if self.listener is not None and status != "not_run":
+            self.listener("finished", run)
+        with self._lock:
+            self._left -= 1
+            if self._left == 0:
+                self.finished_at = utc_now()
+                self._all_done.set()
+
+    def _prepare_worker(self) -> None:
+        try:
+            while True:
+                try:
+                    run = self._to_prepare.get_nowait()
+                except queue.Empty:
+                    return
+                if self._stopping:
+                    self._finish(run, "not_run")
+                    continue
+                run.state = "preparing"
+                try:
+                    run.settings = self.settings_for(run.task)
+                    with self._gates.preparing:
+                        prepared = self.backend.prepare_images(run.settings.image_request())
+                except SsebenchError as error:
+                    self._finish(run, "error", f"Images not prepared: {error}")
+                    continue
+                except Exception as error:  # a bug: keep the evaluation going, log it
+                    self._log_traceback(run, error)
+                    self._finish(run, "error", f"Images not prepared: {type(error).__name__}")
+                    continue
+                self._images[run.task.id] = prepared
+                run.state = "ready"
+                self._ready.put(run)
+        finally:
+            with self._lock:
+                self._preparers_left -= 1
+                last = self._preparers_left == 0
+            if last:
+                for _ in range(self.limits.jobs):
+                    self._ready.put(None)
+
+    def _run_worker(self) -> None:
+        while True:
+            run = self._ready.get()
+            if run is None:
+                return
+            stop = StopRequest()
+            with self._lock:
+                stopping = self._stopping
+                if not stopping:
+                    run.stop = stop
+            if stopping:
+                self._finish(run, "not_run")
+                continue
+            try:
+                self._run_one(run, stop)
+            except Exception as error:  # a bug: keep the evaluation going, log it
+                self._log_traceback(run, error)
+                if run.state != "done":
+                    self._finish(run, "error", f"{type(error).__name__} in ssebench eval")
+
+    def _run_one(self, run: TaskRun, stop: StopRequest) -> None:
+        settings = run.settings
+        assert settings is not None, "prepared tasks have their settings"
+        run.run_id = settings.run_id
+        run.state = "starting"
+        run.started = time.monotonic()
+        run.run_dir = RunDirectory.for_run(
+            settings.results_root,
+            task=settings.task.id,
+            model=settings.model,
+            agent=settings.agent.name,
+            run_id=settings.run_id,
+        ).path
+        if self.listener is not None:
+            self.listener("started", run)
+        backend = ScheduledBackend(
+            self.backend,
+            starting=self._gates.starting,
+            removing=self._gates.removing,
+            retry=self.retry,
+            job=run,
+            stop=stop,
+            say=self.say,
+        )
+        runner = Runner(backend, out=self.log)
+        failure: BaseException | None = None
+        session: ModelSession | None = None
+        try:
+            if self.model_access is not None:
+                with self._model_lock:
+                    session = self.model_access.open(settings.run_id, self.say)
+                settings = dataclasses.replace(settings, model_env=session.env())
+            runner.run(settings, self._images[run.task.id], stop, model_session=session)
+        except Exception as error:  # recorded by the runner; reported below
+            failure = error
+        finally:
+            if session is not None:
+                session.finish(self.say)  # a no-op when the runner has finished it
+        summary = read_json(run.run_dir / "summary.json")
+        if summary is None:
+            if isinstance(failure, _Stopped) or stop.requested.is_set():
+                self._finish(run, "not_run", "stopped before it started")
+            else:
+                self._finish(run, "error", _describe(failure))
+            return
+        run.spend = spend_of(summary)
+        if isinstance(failure, _Stopped):
+            self._finish(run, "not_run", "stopped before it started")
+        elif summary.get("stopped"):
+            self._finish(run, "stopped", summary.get("error_msg") or "stopped")
+        else:
+            status = summary.get("status")
+            self._finish(
+                run,
+                status if status in ("passed", "failed") else "error",
+                summary.get("error_msg") or (None if failure is None else _describe(failure)),
+            )
+
+    def _log_traceback(self, run: TaskRun, error: BaseException) -> None:
+        text = "".join(traceback.format_exception(error))
+        self.say(f"task {run.task.id}: unexpected error\n{text}")
+
+    # -- the report ----------------------------------------------------------------
+
+    def report(self, extra: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "schema": REPORT_SCHEMA,
+            **extra,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at or utc_now(),
+            "elapsed_seconds": round(self.elapsed(), 3),
+            "interrupted": self.interrupted,
+            "limits": {
+                "jobs": self.limits.jobs,
+                "preparing": self.limits.preparing,
+                "starting": self.limits.starting,
+                "removing": self.limits.removing,
+                "start_attempts": self.retry.attempts,
+            },
+            "counts": self.counts().to_json(),
+            "spend": self.spend(),
+            "tasks": [run.to_json() for run in self.runs],
+        }
+
+
+STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "stopped", "not_run")
+
+
+def _describe(failure: BaseException | None) -> str:
+    if failure is None:
+        return "no summary was recorded"
+    if isinstance(failure, SsebenchError):
+        return str(failure)
+    return type(failure).__name__
+
+
+@contextlib.contextmanager
+def stop_on_signals(evaluation: Evaluation, out: TextIO) -> Iterator[list[int]]:
+    """First SIGTERM/SIGINT: start nothing more, stop the running runs (they are graded
+    as far as they got, recorded and removed). Second: kill them. Third: exit now.
+
+    Yields a list that holds the numbers of the signals received.
+    """
+    received: list[int] = []
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        name = signal.Signals(signum).name
+        if len(received) == 1:
+            out.write(
+                f"\nssebench: {name}: stopping the running runs; a second signal kills them\n"
+            )
+            out.flush()
+            evaluation.request_stop()
+        elif len(received) == 2:
+            out.write(f"\nssebench: {name}: killing the running runs; a third signal exits\n")
+            out.flush()
+            evaluation.request_stop(kill=True)
+        else:
+            out.write(f"\nssebench: {name}: exiting now\n")
+            out.flush()
+            raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,591 @@
+"""`ssebench eval` with the fake backend: scheduling, limits, resume, retries, the report
+and signals. The CLI tests run the real command in a subprocess."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ssebench.agents import load_agent
+from ssebench.errors import BackendError, ImageUnavailableError, UserError
+from ssebench.evaluation import (
+    Evaluation,
+    Limits,
+    RetryPolicy,
+    TaskRun,
+    default_jobs,
+    is_transient,
+    recorded_grades,
+)
+from ssebench.extensions import ImageRequest, Images, RunHandle, RunSpec
+from ssebench.runner import RunSettings
+from ssebench.tasks import Task, load_dataset
+from ssebench.testing.fake import FakeBackend, state_root
+from tests.conftest import TINY_DATASET
+
+TINY_TASKS = [task.id for task in load_dataset(TINY_DATASET).tasks]
+
+
+def ssebench(
+    *arguments: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ssebench.cli.main", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def eval_arguments(results: Path, agent: str = "reference", *extra: str) -> list[str]:
+    return [
+        "eval",
+        "--backend",
+        "fake",
+        "--dataset",
+        str(TINY_DATASET),
+        "--agent",
+        agent,
+        "--results",
+        str(results),
+        *extra,
+    ]
+
+
+def report_of(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("report: "), done.stdout
+    report: dict[str, Any] = json.loads(Path(last.removeprefix("report: ")).read_text())
+    return report
+
+
+def fake_runs_left(results: Path) -> list[dict[str, Any]]:
+    """The fake backend's runs whose run directory is under results (the fake state is
+    shared by the whole test session)."""
+    done = ssebench("runs", "list", "--backend", "fake", "--json")
+    assert done.returncode == 0, done.stderr
+    runs: list[dict[str, Any]] = json.loads(done.stdout)["runs"]
+    return [
+        run for run in runs if run["labels"].get("ssebench.results", "").startswith(str(results))
+    ]
+
+
+# -- the command ---------------------------------------------------------------------
+
+
+def test_eval_runs_every_task_and_writes_the_report(tmp_path: Path) -> None:
+    done = ssebench(*eval_arguments(tmp_path / "results", "reference", "--jobs", "2"))
+    assert done.returncode == 0, done.stderr
+    report = report_of(done)
+    assert report["schema"] == 1
+    assert report["command"] == "eval"
+    assert report["dataset"] == {"name": "tiny", "version": "1", "path": str(TINY_DATASET)}
+    assert (report["agent"], report["model"], report["backend"]) == ("reference", "none", "fake")
+    assert report["interrupted"] is False
+    assert report["limits"]["jobs"] == 2
+    assert report["counts"] == {
+        "total": 2,
+        "passed": 2,
+        "failed": 0,
+        "error": 0,
+        "stopped": 0,
+        "not_run": 0,
+        "skipped": 0,
+    }
+    assert [task["task"] for task in report["tasks"]] == TINY_TASKS
+    for task in report["tasks"]:
+        assert set(task) == {
+            "task",
+            "status",
+            "skipped",
+            "run_id",
+            "run_dir",
+            "error_msg",
+            "start_attempts",
+            "start_retries",
+            "seconds",
+            "spend",
+        }
+        assert task["status"] == "passed" and task["start_attempts"] == 1
+        summary = json.loads((Path(task["run_dir"]) / "summary.json").read_text())
+        assert summary["run_id"] == task["run_id"] and summary["task"] == task["task"]
+        assert summary["config"]["backend"] == "fake"
+    assert Path(report["log"]).read_text().count("fake: graded passed") == 2
+    # Progress goes to stderr, the table and the report's path to stdout.
+    assert "ssebench eval: passed" in done.stderr
+    assert done.stdout.splitlines()[0].split()[:2] == ["TASK", "STATUS"]
+    assert fake_runs_left(tmp_path) == []
+
+
+def test_eval_again_skips_graded_tasks_and_rerun_runs_them(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    first = report_of(ssebench(*eval_arguments(results)))
+    second_done = ssebench(*eval_arguments(results))
+    assert second_done.returncode == 0, second_done.stderr
+    second = report_of(second_done)
+    assert second["counts"]["skipped"] == 2 and second["counts"]["passed"] == 2
+    assert [task["run_id"] for task in second["tasks"]] == [
+        task["run_id"] for task in first["tasks"]
+    ]
+    assert all(task["skipped"] for task in second["tasks"])
+    assert "recorded before" in second_done.stdout
+    third = report_of(ssebench(*eval_arguments(results, "reference", "--rerun")))
+    assert third["counts"]["skipped"] == 0 and third["counts"]["passed"] == 2
+    assert {task["run_id"] for task in third["tasks"]}.isdisjoint(
+        task["run_id"] for task in first["tasks"]
+    )
+    # Another agent has no grades yet: nothing skipped.
+    dummy = report_of(ssebench(*eval_arguments(results, "dummy")))
+    assert dummy["counts"]["failed"] == 2 and dummy["counts"]["skipped"] == 0
+
+
+def test_eval_selects_tasks_and_prefixes_run_ids(tmp_path: Path) -> None:
+    done = ssebench(
+        *eval_arguments(tmp_path / "r", "reference", "--tasks", "tiny-mul", "--run-id-prefix", "p1")
+    )
+    report = report_of(done)
+    assert [task["task"] for task in report["tasks"]] == ["tiny-mul"]
+    assert report["tasks"][0]["run_id"].startswith("p1-")
+
+
+def test_eval_report_option_names_the_file(tmp_path: Path) -> None:
+    report_file = tmp_path / "out" / "report.json"
+    done = ssebench(*eval_arguments(tmp_path / "r", "reference", "--report", str(report_file)))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(report_file.read_text())["counts"]["passed"] == 2
+
+
+def test_require_pass(tmp_path: Path) -> None:
+    assert ssebench(*eval_arguments(tmp_path / "r", "dummy", "--require-pass")).returncode == 1
+    assert ssebench(*eval_arguments(tmp_path / "r", "reference", "--require-pass")).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--jobs", "0"], "--jobs must be at least 1"),
+        (["--max-starting", "0"], "--max-starting must be at least 1"),
+        (["--start-attempts", "0"], "--start-attempts must be at least 1"),
+        (["--tasks", "nope"], "No task 'nope'"),
+        (["--run-id-prefix", "bad/prefix"], "Invalid run ID"),
+        (["--agent", "nope"], "Unknown agent 'nope'"),
+        (["--timeout", "0"], "--timeout must be a positive number"),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path: Path, extra: list[str], expected: str) -> None:
+    done = ssebench(*eval_arguments(tmp_path / "r"), *extra)
+    assert done.returncode == 1, done
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], lines
+
+
+def test_sigint_stops_records_and_a_second_invocation_finishes(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ssebench.cli.main", *eval_arguments(results, "sleeper")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
+    # --jobs defaults to the cores; the fake backend's runs sleep until stopped.
+    deadline = time.monotonic() + 30
+    while not list(results.glob("*/none/sleeper/*/archive")):
+        assert time.monotonic() < deadline, "no run started"
+        time.sleep(0.05)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "SIGINT: stopping the running runs" in stderr
+    report = json.loads(Path(stdout.strip().splitlines()[-1].removeprefix("report: ")).read_text())
+    assert report["interrupted"] is True
+    statuses = [task["status"] for task in report["tasks"]]
+    assert "stopped" in statuses and set(statuses) <= {"stopped", "not_run"}
+    for task in report["tasks"]:
+        if task["status"] == "stopped":
+            summary = json.loads((Path(task["run_dir"]) / "summary.json").read_text())
+            assert summary["stopped"] is True and summary["exit_code"] == 143
+    assert fake_runs_left(results) == []
+    # A stopped run is no grade: the second invocation runs every task again.
+    done = ssebench(*eval_arguments(results, "sleeper"), env={"SSEBENCH_FAKE_BEHAVIOUR": "pass"})
+    second = report_of(done)
+    assert second["counts"]["passed"] == 2 and second["counts"]["skipped"] == 0
+    assert fake_runs_left(results) == []
+
+
+def test_sigint_with_one_job_leaves_the_queued_task_not_run(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ssebench.cli.main",
+            *eval_arguments(results, "sleeper", "--jobs", "1"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not list(results.glob("*/none/sleeper/*/archive")):
+        assert time.monotonic() < deadline, "no run started"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)
+    stdout, _ = process.communicate(timeout=60)
+    assert process.returncode == 143
+    report = json.loads(Path(stdout.strip().splitlines()[-1].removeprefix("report: ")).read_text())
+    assert [task["status"] for task in report["tasks"]] == ["stopped", "not_run"]
+    assert report["tasks"][1]["run_dir"] is None
+    assert not (results / TINY_TASKS[1]).exists()
+    assert fake_runs_left(results) == []
+
+
+# -- scheduling, in process ----------------------------------------------------------
+
+
+class CountingBackend(FakeBackend):
+    """A fake backend that counts what is in each step at once, and can be told to
+    fail starts."""
+
+    def __init__(self, *, start_failures: list[Exception] | None = None) -> None:
+        self.lock = threading.Lock()
+        self.now = {"preparing": 0, "starting": 0, "in_flight": 0, "removing": 0}
+        self.most = dict(self.now)
+        self.prepared: list[str] = []
+        self.starts = 0
+        self.start_failures = list(start_failures or [])
+
+    @dataclasses.dataclass
+    class _Step:
+        backend: CountingBackend
+        name: str
+
+        def __enter__(self) -> None:
+            with self.backend.lock:
+                self.backend.now[self.name] += 1
+                self.backend.most[self.name] = max(
+                    self.backend.most[self.name], self.backend.now[self.name]
+                )
+
+        def __exit__(self, *exc: object) -> None:
+            with self.backend.lock:
+                self.backend.now[self.name] -= 1
+
+    def step(self, name: str) -> CountingBackend._Step:
+        return CountingBackend._Step(self, name)
+
+    def prepare_images(self, request: ImageRequest) -> Images:
+        with self.step("preparing"):
+            time.sleep(0.05)
+            with self.lock:
+                self.prepared.append(request.task_id)
+            return super().prepare_images(request)
+
+    def start(self, spec: RunSpec) -> RunHandle:
+        with self.step("starting"):
+            time.sleep(0.05)
+            with self.lock:
+                self.starts += 1
+                failure = self.start_failures.pop(0) if self.start_failures else None
+            if failure is not None:
+                raise failure
+            handle = super().start(spec)
+        with self.lock:
+            self.now["in_flight"] += 1
+            self.most["in_flight"] = max(self.most["in_flight"], self.now["in_flight"])
+        return handle
+
+    def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        time.sleep(0.15)
+        return super().wait(handle, timeout)
+
+    def cleanup(self, handle: RunHandle) -> None:
+        with self.step("removing"):
+            time.sleep(0.05)
+            super().cleanup(handle)
+        with self.lock:
+            self.now["in_flight"] -= 1
+
+
+def many_tasks(count: int) -> list[Task]:
+    base = load_dataset(TINY_DATASET).tasks[0]
+    return [dataclasses.replace(base, id=f"task-{number}") for number in range(count)]
+
+
+def evaluation(
+    backend: FakeBackend,
+    tasks: list[Task],
+    results: Path,
+    limits: Limits,
+    *,
+    agent: str = "reference",
+    retry: RetryPolicy | None = None,
+    rerun: bool = False,
+) -> Evaluation:
+    counter = iter(range(10_000))
+
+    def settings_for(task: Task) -> RunSettings:
+        return RunSettings(
+            task=task,
+            agent=load_agent(agent),
+            model=None,
+            run_id=f"ev-{os.getpid()}-{next(counter)}-{random.randrange(10**6)}",
+            results_root=results,
+            backend="fake",
+        )
+
+    return Evaluation(
+        backend,
+        tasks,
+        settings_for,
+        agent=agent,
+        model=None,
+        results_root=results,
+        limits=limits,
+        retry=retry or RetryPolicy(attempts=3, first_delay=0.01, max_delay=0.02),
+        rerun=rerun,
+        log=io.StringIO(),
+    )
+
+
+def test_jobs_bound_the_runs_in_flight_and_are_used(tmp_path: Path) -> None:
+    backend = CountingBackend()
+    job = evaluation(backend, many_tasks(6), tmp_path, Limits.for_jobs(2))
+    job.run()
+    assert [run.status for run in job.runs] == ["passed"] * 6
+    assert backend.most["in_flight"] == 2
+    assert sorted(backend.prepared) == sorted(f"task-{n}" for n in range(6))  # once each
+
+
+def test_start_prepare_and_remove_have_limits_of_their_own(tmp_path: Path) -> None:
+    backend = CountingBackend()
+    limits = Limits.for_jobs(4, preparing=1, starting=1, removing=1)
+    job = evaluation(backend, many_tasks(6), tmp_path, limits)
+    job.run()
+    assert [run.status for run in job.runs] == ["passed"] * 6
+    assert backend.most["preparing"] == 1
+    assert backend.most["starting"] == 1
+    assert backend.most["removing"] == 1
+    assert backend.most["in_flight"] > 1
+
+
+def test_default_limits() -> None:
+    assert Limits.for_jobs(1) == Limits(jobs=1, preparing=1, starting=1, removing=1)
+    assert Limits.for_jobs(16) == Limits(jobs=16, preparing=2, starting=4, removing=4)
+    with pytest.raises(UserError):
+        Limits.for_jobs(0)
+
+
+def test_default_jobs_come_from_the_backend_else_the_cores() -> None:
+    class Cluster(FakeBackend):
+        default_parallel_runs = 16
+
+    assert default_jobs(FakeBackend(), 8) == 8
+    assert default_jobs(FakeBackend(), None) == 1
+    assert default_jobs(Cluster(), 2) == 16
+
+
+# -- retries -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (BackendError("dial unix docker.sock: connect: connection refused"), True),
+        (BackendError("Error from server (TooManyRequests): Too Many Requests"), True),
+        (BackendError("503 Service Unavailable"), True),
+        (BackendError("etcdserver: request timed out"), True),
+        (ConnectionResetError("reset by peer"), True),
+        (TimeoutError("no answer"), True),
+        (BackendError("docker run could not create the container x (status 125)"), False),
+        (BackendError("A run named fake-x exists"), False),
+        (BackendError("No such image: x"), False),
+        (ImageUnavailableError("connection refused while pulling x"), False),
+        (UserError("Cannot connect to the Docker daemon: connection refused"), False),
+        (RuntimeError("connection refused"), False),
+    ],
+)
+def test_transient_is_narrow(error: Exception, transient: bool) -> None:
+    assert is_transient(error) is transient
+
+
+def test_a_backend_error_caused_by_a_connection_error_is_transient() -> None:
+    try:
+        try:
+            raise ConnectionRefusedError("api")
+        except ConnectionRefusedError as cause:
+            raise BackendError("Cannot create the Job") from cause
+    except BackendError as error:
+        assert is_transient(error)
+
+
+def test_retry_delay_grows_and_is_capped() -> None:
+    policy = RetryPolicy(attempts=6, first_delay=2, max_delay=10)
+    rng = random.Random(1)
+    for failed, full in ((1, 2), (2, 4), (3, 8), (4, 10), (5, 10)):
+        delay = policy.delay(failed, rng)
+        assert full / 2 <= delay <= full
+
+
+def test_a_transient_start_failure_is_retried(tmp_path: Path) -> None:
+    backend = CountingBackend(start_failures=[BackendError("connection reset by peer")])
+    job = evaluation(backend, many_tasks(1), tmp_path, Limits.for_jobs(1))
+    job.run()
+    (run,) = job.runs
+    assert run.status == "passed"
+    assert run.start_attempts == 2 and backend.starts == 2
+    assert run.retries == ["BackendError: connection reset by peer"]
+    assert backend.prepared == ["task-0"]  # images are not prepared again
+
+
+def test_a_lasting_transient_failure_gives_up_after_the_attempts(tmp_path: Path) -> None:
+    failures: list[Exception] = [BackendError("503 Service Unavailable") for _ in range(5)]
+    backend = CountingBackend(start_failures=failures)
+    job = evaluation(backend, many_tasks(1), tmp_path, Limits.for_jobs(1))
+    job.run()
+    (run,) = job.runs
+    assert run.status == "error" and run.start_attempts == 3 and backend.starts == 3
+    assert run.error_msg is not None and "503 Service Unavailable" in run.error_msg
+    assert run.run_dir is not None
+    assert json.loads((run.run_dir / "summary.json").read_text())["status"] == "error"
+
+
+def test_a_permanent_start_failure_is_not_retried(tmp_path: Path) -> None:
+    backend = CountingBackend(start_failures=[BackendError("No such image: fake/x")])
+    job = evaluation(backend, many_tasks(2), tmp_path, Limits.for_jobs(1))
+    job.run()
+    assert [run.status for run in job.runs] == ["error", "passed"]
+    assert job.runs[0].start_attempts == 1 and backend.starts == 2
+
+
+def test_a_task_whose_images_fail_is_an_error_without_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSEBENCH_FAKE_BEHAVIOUR", "nonsense")
+    job = evaluation(FakeBackend(), many_tasks(2), tmp_path, Limits.for_jobs(2))
+    job.run()
+    for run in job.runs:
+        assert run.status == "error" and run.run_dir is None
+        assert run.error_msg is not None and run.error_msg.startswith("Images not prepared: ")
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- resume and stop, in process -----------------------------------------------------
+
+
+def test_recorded_grades_ignore_errors_stopped_runs_and_other_agents(tmp_path: Path) -> None:
+    def record(task: str, agent: str, run_id: str, status: str, **extra: object) -> None:
+        folder = tmp_path / task / "none" / agent / run_id
+        folder.mkdir(parents=True)
+        summary = {
+            "run_id": run_id,
+            "task": task,
+            "config": {"agent": agent, "model": "none"},
+            "status": status,
+            "started_at": run_id,
+            **extra,
+        }
+        (folder / "summary.json").write_text(json.dumps(summary))
+
+    record("a", "reference", "2024-1", "failed")
+    record("a", "reference", "2024-2", "passed")
+    record("b", "reference", "2024-1", "error")
+    record("c", "reference", "2024-1", "passed", stopped=True)
+    record("d", "dummy", "2024-1", "failed")
+    found = recorded_grades(tmp_path, agent="reference", model=None)
+    assert set(found) == {"a"}
+    assert found["a"][1]["run_id"] == "2024-2"  # the newest
+
+
+def test_request_stop_stops_running_and_skips_queued(tmp_path: Path) -> None:
+    job = evaluation(FakeBackend(), many_tasks(3), tmp_path, Limits.for_jobs(1), agent="sleeper")
+    job.start()
+    deadline = time.monotonic() + 20
+    while job.runs[0].state != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    job.request_stop()
+    assert job.wait(60)
+    assert [run.status for run in job.runs] == ["stopped", "not_run", "not_run"]
+    assert job.interrupted and job.report({})["counts"]["stopped"] == 1
+    assert FakeBackend().list_runs({"ssebench.task-id": "task-0"}) == []
+
+
+def container_output(run: TaskRun) -> str:
+    try:
+        return (state_root() / f"fake-{run.run_id}" / "output.log").read_text()
+    except OSError:
+        return ""
+
+
+def test_kill_ends_a_run_that_ignores_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SSEBENCH_FAKE_BEHAVIOUR", "stubborn")
+    job = evaluation(FakeBackend(), many_tasks(1), tmp_path, Limits.for_jobs(1))
+    job.start()
+    deadline = time.monotonic() + 20
+    # Once it says so, the fake container has its SIGTERM handler in place.
+    while "agent running" not in container_output(job.runs[0]):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    job.request_stop()
+    assert not job.wait(1)  # the runtime ignores SIGTERM: the 30 s grace is running
+    job.request_stop(kill=True)
+    assert job.wait(20)
+    assert job.runs[0].status == "stopped"
+
+
+# -- the display ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def finished_job(tmp_path: Path) -> Iterator[Evaluation]:
+    job = evaluation(FakeBackend(), many_tasks(2), tmp_path, Limits.for_jobs(2))
+    job.run()
+    yield job
+
+
+def test_live_progress_redraws_in_place(finished_job: Evaluation) -> None:
+    from ssebench.cli.eval import Progress
+
+    out = io.StringIO()
+    progress = Progress(finished_job, out, live=True)
+    progress.refresh()
+    progress.refresh()
+    run: TaskRun = finished_job.runs[0]
+    progress.event("finished", run)
+    progress.close()
+    text = out.getvalue()
+    assert "done 2/2  running 0  queued 0 | passed 2  failed 0  error 0" in text
+    assert "\r\x1b[J" in text  # the block is cleared before it is drawn again
+    assert "ssebench eval: passed   task-0" in text
+
+
+def test_plain_progress_is_lines(finished_job: Evaluation) -> None:
+    from ssebench.cli.eval import Progress
+
+    out = io.StringIO()
+    progress = Progress(finished_job, out, live=False)
+    progress.refresh()
+    progress.event("finished", finished_job.runs[1])
+    progress.close()
+    assert "\x1b" not in out.getvalue()
+    assert out.getvalue().count("\n") == 1
