@@ -17,11 +17,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ssebench import labels
 from ssebench.agents import Agent
-from ssebench.errors import SsebenchError
+from ssebench.errors import SsebenchError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
     REFERENCE_PATCH_TARGET,
@@ -35,6 +35,7 @@ from ssebench.extensions import (
     NetworkPolicy,
     RunHandle,
     RunSpec,
+    SidecarPair,
 )
 from ssebench.results import (
     NO_MODEL,
@@ -44,6 +45,9 @@ from ssebench.results import (
     write_json,
 )
 from ssebench.tasks import Task
+
+if TYPE_CHECKING:
+    from ssebench.proxy import ModelSession
 
 # Where the case image keeps the reference patch (docs/image-layers.md).
 IMAGE_REFERENCE_PATCH = "/ssebench/task/reference.patch"
@@ -186,6 +190,19 @@ def stop_on_signals(stop: StopRequest, out: TextIO) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def sidecar_pair(settings: RunSettings, images: Images, env: Mapping[str, str]) -> SidecarPair:
+    """The environment container of a sidecar run and the two volumes, named from the
+    run ID. It gets the run's environment too: it redacts the key from what it logs."""
+    assert images.environment is not None
+    return SidecarPair(
+        run_id=settings.run_id,
+        environment_image=images.environment,
+        source_dir=settings.task.source_dir,
+        volumes=(f"ssebench-{settings.run_id}-source", f"ssebench-{settings.run_id}-sockets"),
+        env=dict(env),
+    )
+
+
 class Runner:
     """Drives a Backend through one run. Holds no run state between runs."""
 
@@ -201,9 +218,17 @@ class Runner:
         return self.backend.prepare_images(settings.image_request())
 
     def run(
-        self, settings: RunSettings, images: Images, stop: StopRequest | None = None
+        self,
+        settings: RunSettings,
+        images: Images,
+        stop: StopRequest | None = None,
+        model_session: ModelSession | None = None,
     ) -> RunOutcome:
-        """Carry out the run and record it. Raises the backend's error after recording."""
+        """Carry out the run and record it. Raises the backend's error after recording.
+
+        model_session: the run's model key, whose spend is read (into summary.json) and
+        which is revoked once the container is gone, whatever happened to the run.
+        """
         stop = stop or StopRequest()
         started_at, started = utc_now(), time.monotonic()
         run_dir = RunDirectory.for_run(
@@ -234,6 +259,10 @@ class Runner:
         finally:
             if handle is not None:
                 self._cleanup(handle)
+        spend: float | None = None
+        if model_session is not None:
+            found = model_session.finish(self.say)
+            spend = None if found is None else round(found.usd, 6)
         timings["total"] = round(time.monotonic() - started, 3)
         summary = self._record(
             settings,
@@ -244,6 +273,7 @@ class Runner:
             failure=failure,
             started_at=started_at,
             timings=timings,
+            spend=spend,
         )
         if failure is not None:
             raise failure
@@ -256,11 +286,16 @@ class Runner:
             self.say(f"cleanup of {handle.run_id} failed: {type(error).__name__}: {error}")
 
     def _spec(self, settings: RunSettings, images: Images, run_dir: RunDirectory) -> RunSpec:
+        sidecar = settings.mode == "sidecar"
+        if sidecar and images.environment is None:
+            raise UserError("A sidecar run needs an environment image; prepare_images gave none")
         artifacts: tuple[Mount, ...] = ()
         if settings.agent.is_reference:
             patch = run_dir.path / REFERENCE_PATCH_COPY
+            # In sidecar mode only the environment image holds the task's files.
+            task_image = images.environment if sidecar and images.environment else images.run
             self.backend.copy_from_image(
-                images.run, IMAGE_REFERENCE_PATCH, patch, settings.platform
+                task_image, IMAGE_REFERENCE_PATCH, patch, settings.platform
             )
             artifacts = (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
         env = {
@@ -295,6 +330,7 @@ class Runner:
             ),
             timeout=settings.timeout,
             keep=settings.keep,
+            sidecar=sidecar_pair(settings, images, env) if sidecar else None,
         )
 
     def _record(
@@ -308,6 +344,7 @@ class Runner:
         failure: BaseException | None,
         started_at: str,
         timings: dict[str, float],
+        spend: float | None = None,
     ) -> dict[str, Any]:
         grade = run_dir.read_result()
         config = settings.config()
@@ -335,7 +372,7 @@ class Runner:
             "started_at": started_at,
             "finished_at": utc_now(),
             "durations": timings,
-            "spend": None,
+            "spend": spend,
         }
         write_json(run_dir.summary_file, summary)
         verdict = summary["status"]

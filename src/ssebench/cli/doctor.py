@@ -17,7 +17,6 @@ from typing import Any
 
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.cli.output import print_json
-from ssebench.cli.run import MODEL_KEY_VARIABLE, MODEL_URL_VARIABLE
 from ssebench.errors import SsebenchError
 
 # The state column of /proc/net/tcp for a listening socket.
@@ -150,16 +149,61 @@ BACKEND_CHECKS: dict[str, Callable[[], list[Check]]] = {
 
 
 def model_checks() -> list[Check]:
-    return [
+    """What runs with --model need: the model lists, the master key, the provider keys
+    (by name; values are never shown), docker compose and the local proxy."""
+    from ssebench.proxy import MASTER_KEY_VARIABLE, LocalStack, ModelCatalog
+    from ssebench.proxy.stack import compose_command
+
+    checks = []
+    try:
+        catalog = ModelCatalog.load()
+        checks.append(Check("models", True, True, f"{len(catalog.names)} models"))
+        variables = sorted({catalog.get(name).key_variable for name in catalog.names})
+    except SsebenchError as error:
+        checks.append(Check("models", False, True, str(error), "fix the file it names"))
+        variables = []
+    master = bool(os.environ.get(MASTER_KEY_VARIABLE))
+    checks.append(
         Check(
-            variable,
-            bool(os.environ.get(variable)),
+            MASTER_KEY_VARIABLE,
+            master,
             True,
-            "set" if os.environ.get(variable) else "not set",
-            "" if os.environ.get(variable) else f"export {variable}=... for runs with --model",
+            "set" if master else "not set",
+            "" if master else f"export {MASTER_KEY_VARIABLE}=sk-... (the proxy's master key)",
         )
-        for variable in (MODEL_URL_VARIABLE, MODEL_KEY_VARIABLE)
-    ]
+    )
+    for variable in variables:
+        found = bool(os.environ.get(variable))
+        checks.append(
+            Check(
+                variable,
+                found,
+                False,
+                "set" if found else "not set",
+                "" if found else f"export {variable}=... to use its models with the local proxy",
+            )
+        )
+    try:
+        checks.append(Check("docker compose", True, False, " ".join(compose_command())))
+    except SsebenchError as error:
+        checks.append(
+            Check("docker compose", False, False, str(error), "apt-get install docker-compose")
+        )
+    try:
+        status = LocalStack().status()
+        detail = f"ready at {status.host_url}" if status.healthy else "not running"
+        checks.append(
+            Check(
+                "local proxy",
+                status.healthy,
+                False,
+                detail,
+                "" if status.healthy else "ssebench proxy up (ssebench run starts it too)",
+            )
+        )
+    except SsebenchError as error:
+        checks.append(Check("local proxy", False, False, str(error)))
+    return checks
 
 
 def register(commands: Any) -> None:

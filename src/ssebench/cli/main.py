@@ -7,10 +7,11 @@ import sys
 from collections.abc import Sequence
 
 from ssebench import __version__
-from ssebench.cli import dataset, doctor, run, runs, tasks, webui
+from ssebench.cli import dataset, doctor, proxy, run, runs, tasks, webui
+from ssebench.cli import eval as evaluate
 from ssebench.errors import SsebenchError
 
-COMMAND_GROUPS = (run, runs, tasks, dataset, doctor, webui)
+COMMAND_GROUPS = (run, evaluate, runs, tasks, dataset, doctor, webui, proxy)
 
 
 def build_parser() -> argparse.ArgumentParser:

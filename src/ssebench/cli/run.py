@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from ssebench.agents import load_agent
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.errors import UserError
 from ssebench.extensions import Egress
+from ssebench.proxy import ModelAccessPlan, ModelSession, plan_model_access
 from ssebench.results import check_run_id, new_run_id
 from ssebench.runner import Runner, RunSettings, StopRequest, stop_on_signals
 from ssebench.tasks.dataset import resolve_dataset
@@ -20,9 +22,6 @@ PREBUILT_VARIABLE = "SSEBENCH_PREBUILT"
 EGRESS_VARIABLE = "SSEBENCH_EGRESS"
 REGISTRY_VARIABLE = "SSEBENCH_REGISTRY"
 DEFAULT_REGISTRY = "ssebench"
-# Read from the caller's environment, never from the command line (argv is public).
-MODEL_URL_VARIABLE = "SSEBENCH_MODEL_BASE_URL"
-MODEL_KEY_VARIABLE = "SSEBENCH_MODEL_API_KEY"
 
 
 def add_dataset_options(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +44,12 @@ def register(commands: Any) -> None:
     parser.add_argument("--task", required=True, help="the task ID")
     parser.add_argument("--agent", required=True, help="the agent (reference, dummy, ...)")
     parser.add_argument("--model", help="the model; optional for agents that need none")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="USD",
+        help="the most the run's model key may spend, in USD (default 10)",
+    )
     add_dataset_options(parser)
     parser.add_argument(
         "--backend", help="docker (default), kubernetes, or an extension; also $SSEBENCH_BACKEND"
@@ -117,13 +122,9 @@ def _settings(arguments: argparse.Namespace, backend_name: str, builds: bool) ->
     agent = load_agent(arguments.agent)
     if agent.needs_model and not arguments.model:
         raise UserError(f"The {agent.name} agent needs a model: pass --model NAME")
+    if arguments.budget is not None and not arguments.model:
+        raise UserError("--budget limits the run's model key: it needs --model")
     task = resolve_dataset(arguments.local, arguments.catalog).task(arguments.task)
-    model_env = {}
-    if arguments.model:
-        model_env = {
-            "SSE_BASE_URL": os.environ.get(MODEL_URL_VARIABLE, ""),
-            "SSE_API_KEY": os.environ.get(MODEL_KEY_VARIABLE, ""),
-        }
     return RunSettings(
         task=task,
         agent=agent,
@@ -141,7 +142,6 @@ def _settings(arguments: argparse.Namespace, backend_name: str, builds: bool) ->
         prebuilt=prebuilt,
         rebuild=arguments.build,
         registry=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY,
-        model_env=model_env,
     )
 
 
@@ -149,12 +149,24 @@ def run_command(arguments: argparse.Namespace) -> int:
     backend_name = selected_backend_name(arguments.backend)
     backend = load_backend(backend_name)
     settings = _settings(arguments, backend_name, backend.builds_images)
+    # A reference run applies the task's patch: it makes no key and starts no proxy.
+    plan: ModelAccessPlan | None = None
+    if settings.model and not settings.agent.is_reference:
+        plan = plan_model_access(settings.model, arguments.budget, backend.proxy())
     runner = Runner(backend)
     runner.say(f"preparing images for {settings.task.id} / {settings.agent.name}")
     images = runner.prepare(settings)
+    session: ModelSession | None = None
     stop = StopRequest()
-    with stop_on_signals(stop, sys.stderr):
-        outcome = runner.run(settings, images, stop)
+    try:
+        if plan is not None:
+            session = plan.open(settings.run_id, runner.say)
+            settings = dataclasses.replace(settings, model_env=session.env())
+        with stop_on_signals(stop, sys.stderr):
+            outcome = runner.run(settings, images, stop, model_session=session)
+    finally:
+        if session is not None:
+            session.finish(runner.say)  # a no-op when the runner has finished it
     print(f"{outcome.status}\t{outcome.run_dir}")
     if arguments.require_pass and outcome.status != "passed":
         return 1
