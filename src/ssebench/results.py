@@ -87,16 +87,21 @@ class RunDirectory:
 
         Refuses a directory that exists, so a run never overwrites another.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self.path.mkdir()
+            self.archive.mkdir()
+            self.result_file.touch()
+            self._point_latest_here()
         except FileExistsError:
             raise UserError(
                 f"The run directory {self.path} exists; choose another --run-id"
             ) from None
-        self.archive.mkdir()
-        self.result_file.touch()
-        self._point_latest_here()
+        except OSError as error:
+            raise UserError(
+                f"Cannot make the run directory {self.path}: {error.strerror}; "
+                "pass --results DIR with a folder you can write"
+            ) from None
 
     def _point_latest_here(self) -> None:
         link = self.path.parent / LATEST_LINK

@@ -8,6 +8,7 @@ directory exists: also when the container failed, was stopped, or left no grade.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -309,6 +310,10 @@ class Runner:
         }
         if settings.keep_alive:
             env["SSE_KEEP_ALIVE"] = "1"
+        if os.getuid() != 0:
+            # The container makes the run directory root's while it runs; it hands it
+            # back to us at the end so we can read the grade and write summary.json.
+            env["SSE_RESULTS_OWNER"] = f"{os.getuid()}:{os.getgid()}"
         return RunSpec(
             run_id=settings.run_id,
             task_name=settings.task.id,

@@ -33,3 +33,11 @@ def test_layout_and_latest_link(tmp_path: Path) -> None:
         == "none"
     )
     assert path_component("..") == "_"
+
+
+def test_an_unusable_results_folder_is_a_user_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    run_dir = RunDirectory.for_run(blocker, task="t", model=None, agent="a", run_id="r")
+    with pytest.raises(UserError, match="pass --results DIR"):
+        run_dir.create()

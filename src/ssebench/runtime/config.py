@@ -23,7 +23,9 @@ IMAGE_ENV_FILE = Path("/opt/ssebench/image.env")
 # Variables of the container's environment that the runtime consumes itself; every
 # other SSE_* variable is handed on to the agent (agent settings such as
 # SSE_SLEEPER_SECONDS).
-RUNTIME_ONLY_VARIABLES = frozenset({"SSE_RESULTS", "SSE_KEEP_ALIVE", "SSE_RUN_ID"})
+RUNTIME_ONLY_VARIABLES = frozenset(
+    {"SSE_RESULTS", "SSE_KEEP_ALIVE", "SSE_RUN_ID", "SSE_RESULTS_OWNER"}
+)
 
 # Set per process by Docker, the shell or the build, not by the image's author.
 _NOT_IMAGE_VARIABLES = frozenset(
@@ -112,6 +114,9 @@ class Settings:
     keep_alive: bool
     run_id: str | None
     step_timeout: int
+    # Who gets the results back once the run ends (SSE_RESULTS_OWNER=uid:gid): the user
+    # of a runner that is not root, which could not read its own run directory else.
+    results_owner: tuple[int, int] | None
     # SSE_* variables meant for the agent; they may hold anything, so no repr.
     agent_variables: Mapping[str, str] = field(repr=False)
     # Problems with the environment, logged once the logs are open.
@@ -141,6 +146,7 @@ class Settings:
             keep_alive=environ.get("SSE_KEEP_ALIVE", "") == "1",
             run_id=environ.get("SSE_RUN_ID") or None,
             step_timeout=step_timeout,
+            results_owner=_owner(environ.get("SSE_RESULTS_OWNER", ""), warnings),
             agent_variables=agent_variables,
             warnings=tuple(warnings),
         )
@@ -149,6 +155,16 @@ class Settings:
     def secrets(self) -> tuple[str, ...]:
         """Values that must never reach a log, a result or an error message."""
         return tuple(value for value in (self.api_key,) if value)
+
+
+def _owner(value: str, warnings: list[str]) -> tuple[int, int] | None:
+    if not value:
+        return None
+    uid, _, gid = value.partition(":")
+    if not (uid.isdigit() and gid.isdigit()):
+        warnings.append("SSE_RESULTS_OWNER is not uid:gid; the results stay root's")
+        return None
+    return int(uid), int(gid)
 
 
 def _integer(

@@ -19,6 +19,7 @@ argument --agent-side) to report the agent's start and exit.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -143,6 +144,22 @@ class Entrypoint:
                 self.dialog.close()
             for log in self._logs:
                 log.close()
+            self._hand_back_results()
+
+    def _hand_back_results(self) -> None:
+        """Give the run directory to the runner's user once nothing more is written.
+
+        Until now it was root's (it holds the grade); the runner outside still has to
+        read it and write summary.json into it. Best effort: a failure leaves it root's.
+        """
+        owner = self.settings.results_owner
+        if owner is None:
+            return
+        uid, gid = owner
+        account = Account(name=str(uid), uid=uid, gid=gid, home=Path("/"))
+        for tree in (self.layout.results, self.layout.archive):
+            with contextlib.suppress(OSError):
+                chown_tree(tree, account)
 
     def _open_logs(self) -> None:
         layout = self.layout
