@@ -8,7 +8,7 @@ from common import PILOT, Figure, NotMeasured, Result, alternate, docker_problem
 
 from ssebench.agents import load_agent
 from ssebench.backends.docker import DockerBackend
-from ssebench.extensions import ImageRequest
+from ssebench.runner import image_request
 from ssebench.tasks import load_dataset
 
 TASK = "py-semver-prerelease"
@@ -21,14 +21,7 @@ def measure() -> list[Result]:
         return [NotMeasured("cached prepare_images", problem)]
     task = load_dataset(PILOT).task(TASK)
     agent = load_agent("reference")
-    request = ImageRequest(
-        task_id=task.id,
-        dataset=task.dataset,
-        agent=agent.name,
-        agent_version=agent.version,
-        task_dir=task.path,
-        agent_dir=agent.path,
-    )
+    request = image_request(task, agent)
     backend = DockerBackend(quiet_builds=True)
     image = backend.prepare_images(request).run  # builds what is missing, once
 

@@ -8,6 +8,7 @@ directory exists: also when the container failed, was stopped, or left no grade.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -56,6 +57,19 @@ REFERENCE_PATCH_COPY = "reference.patch"
 STOP_GRACE_SECONDS = 30.0
 
 
+def image_request(task: Task, agent: Agent) -> ImageRequest:
+    """The images of agent on task, with every other choice at its default
+    (dataclasses.replace changes them)."""
+    return ImageRequest(
+        task_id=task.id,
+        dataset=task.dataset,
+        agent=agent.name,
+        agent_version=agent.version,
+        task_dir=task.path,
+        agent_dir=agent.path,
+    )
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """What the user asked for: one task, one agent, one model, and how to run it.
@@ -87,18 +101,13 @@ class RunSettings:
         return self.model or NO_MODEL
 
     def image_request(self) -> ImageRequest:
-        return ImageRequest(
-            task_id=self.task.id,
-            dataset=self.task.dataset,
-            agent=self.agent.name,
-            agent_version=self.agent.version,
+        return dataclasses.replace(
+            image_request(self.task, self.agent),
             mode=self.mode,
             prebuilt=self.prebuilt,
             registry=self.registry,
             tool_version=self.tool_version,
             platform=self.platform,
-            task_dir=self.task.path,
-            agent_dir=self.agent.path,
             rebuild=self.rebuild,
         )
 

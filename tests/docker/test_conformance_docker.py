@@ -8,8 +8,8 @@ from typing import ClassVar
 import pytest
 
 from ssebench.agents import load_agent
-from ssebench.extensions import REFERENCE_PATCH_TARGET, Backend, ImageRequest, Images, Mount
-from ssebench.runner import IMAGE_REFERENCE_PATCH
+from ssebench.extensions import REFERENCE_PATCH_TARGET, Backend, Images, Mount
+from ssebench.runner import IMAGE_REFERENCE_PATCH, image_request
 from ssebench.tasks import load_dataset
 from ssebench.testing.conformance import BackendContract, ImageKind
 from tests.conftest import PILOT_DATASET
@@ -30,15 +30,7 @@ class TestDockerBackend(BackendContract):
     def images_for(self, backend: Backend, kind: ImageKind) -> Images:
         task = load_dataset(PILOT_DATASET).task("py-semver-prerelease")
         agent = load_agent(AGENT_OF_KIND[kind])
-        request = ImageRequest(
-            task_id=task.id,
-            dataset=task.dataset,
-            agent=agent.name,
-            agent_version=agent.version,
-            task_dir=task.path,
-            agent_dir=agent.path,
-        )
-        return backend.prepare_images(request)
+        return backend.prepare_images(image_request(task, agent))
 
     def artifacts_for(
         self, backend: Backend, kind: ImageKind, images: Images, run_dir: Path

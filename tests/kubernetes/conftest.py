@@ -160,21 +160,15 @@ def _build_images() -> dict[str, str]:
     """The pilot task's images for each agent, tagged as prebuilt_images names them."""
     from ssebench.agents import load_agent
     from ssebench.backends.docker import DockerBackend
-    from ssebench.extensions import ImageRequest, prebuilt_images
+    from ssebench.extensions import prebuilt_images
+    from ssebench.runner import image_request
     from ssebench.tasks import load_dataset
 
     task = load_dataset(PILOT_DATASET).task(TASK)
     names = {}
     for agent_name in AGENTS:
         agent = load_agent(agent_name)
-        request = ImageRequest(
-            task_id=task.id,
-            dataset=task.dataset,
-            agent=agent.name,
-            agent_version=agent.version,
-            task_dir=task.path,
-            agent_dir=agent.path,
-        )
+        request = image_request(task, agent)
         built = DockerBackend(quiet_builds=True).prepare_images(request).run
         published = prebuilt_images(
             dataclasses.replace(request, registry=REGISTRY, prebuilt=True)
