@@ -124,6 +124,8 @@ def _settings(arguments: argparse.Namespace, backend_name: str, builds: bool) ->
         raise UserError(f"The {agent.name} agent needs a model: pass --model NAME")
     if arguments.budget is not None and not arguments.model:
         raise UserError("--budget limits the run's model key: it needs --model")
+    if arguments.catalog and not prebuilt:
+        raise UserError("--catalog needs --prebuilt: a catalog has the tasks' metadata, not files")
     task = resolve_dataset(arguments.local, arguments.catalog).task(arguments.task)
     return RunSettings(
         task=task,

@@ -152,10 +152,9 @@ def resolve_dataset(local: str | None, catalog: str | None) -> Dataset:
     from ssebench.errors import UserError
 
     if catalog:
-        raise UserError(
-            "--catalog is not available in this version of ssebench; "
-            "use --local DIR with a dataset folder"
-        )
+        from ssebench.catalog.client import load_catalog
+
+        return load_catalog(catalog)
     if local:
         return load_dataset(Path(local))
     if os.environ.get(DATASET_VARIABLE):

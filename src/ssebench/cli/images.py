@@ -1,0 +1,118 @@
+"""`ssebench images`: publish the prebuilt images of tasks and agents, and build the
+images of the Helm chart's services (docs/helm.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ssebench.cli.output import print_json
+from ssebench.cli.run import add_dataset_options
+from ssebench.errors import UserError
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("images", help="publish prebuilt images; build service images")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+
+    publish = actions.add_parser(
+        "publish",
+        help="build the images of tasks x agents and push or load them",
+        description="Build the layers of every task and agent and give the images the "
+        "names `ssebench run --prebuilt` uses: <registry>/agent-<agent>/<task>:<version> "
+        "(sandbox), <registry>/agent-<agent>/sidecar:<version> and "
+        "<registry>/tool-sidecar/<task>:<version> (sidecar).",
+    )
+    publish.add_argument("--registry", required=True, help="e.g. registry.example.com/ssebench")
+    publish.add_argument("--tasks", nargs="+", required=True, metavar="TASK", help="IDs, or all")
+    publish.add_argument("--agents", nargs="+", required=True, metavar="AGENT")
+    add_dataset_options(publish)
+    publish.add_argument(
+        "--mode",
+        action="append",
+        choices=("sandbox", "sidecar"),
+        help="the run modes to publish for (repeatable; default both)",
+    )
+    publish.add_argument(
+        "--load",
+        choices=("docker", "kind"),
+        help="instead of pushing: keep them in the local Docker store, or load them into kind",
+    )
+    publish.add_argument("--kind-cluster", default="kind", help="the kind cluster (default kind)")
+    publish.add_argument("--platform", help="linux/<arch>")
+    publish.add_argument("--build", action="store_true", help="rebuild the layers even when cached")
+    publish.add_argument("--dry-run", action="store_true", help="print the names, build nothing")
+    publish.add_argument("--json", action="store_true")
+    publish.set_defaults(handler=publish_command)
+
+    services = actions.add_parser(
+        "build-services",
+        help="build the litellm, catalog and webui images of the Helm chart",
+        description="Build <registry>/litellm, <registry>/catalog and <registry>/webui with "
+        "the given tag (default: this ssebench's version), from this checkout.",
+    )
+    services.add_argument("--registry", default="ssebench", help="default ssebench")
+    services.add_argument("--tag", help="default: the version of ssebench")
+    services.add_argument(
+        "--only", action="append", choices=("litellm", "catalog", "webui"), help="repeatable"
+    )
+    services.add_argument("--push", action="store_true", help="push them after the build")
+    services.add_argument("--json", action="store_true")
+    services.set_defaults(handler=build_services_command)
+
+
+def publish_command(arguments: argparse.Namespace) -> int:
+    from ssebench import images, publish
+    from ssebench.agents import load_agent
+    from ssebench.tasks.dataset import resolve_dataset
+
+    if arguments.catalog:
+        raise UserError("images publish builds the tasks' images: it needs --local, not --catalog")
+    if arguments.platform and not arguments.platform.startswith("linux/"):
+        raise UserError("--platform must look like linux/<arch>, e.g. linux/amd64")
+    dataset = resolve_dataset(arguments.local, None)
+    tasks = (
+        list(dataset.tasks)
+        if arguments.tasks == ["all"]
+        else [dataset.task(task_id) for task_id in arguments.tasks]
+    )
+    agents = [load_agent(name) for name in dict.fromkeys(arguments.agents)]
+    requests = publish.plan(
+        tasks,
+        agents,
+        registry=arguments.registry,
+        modes=tuple(dict.fromkeys(arguments.mode or publish.MODES)),
+        platform=arguments.platform,
+        rebuild=arguments.build,
+    )
+    if arguments.dry_run:
+        names = publish.published_names(requests)
+    else:
+        output = images.BuildOutput(quiet=arguments.json)
+        publications = publish.build_all(requests, lambda r: images.prepare_images(r, output))
+        publish.deliver(publications, arguments.load or "push", kind_cluster=arguments.kind_cluster)
+        names = [item.name for item in publications]
+    if arguments.json:
+        print_json(
+            {"target": arguments.load or "push", "dry_run": arguments.dry_run, "images": names}
+        )
+    else:
+        for name in names:
+            print(name)
+    return 0
+
+
+def build_services_command(arguments: argparse.Namespace) -> int:
+    from ssebench.services import SERVICES, build_service
+
+    built = [
+        build_service(name, registry=arguments.registry, tag=arguments.tag, push=arguments.push)
+        for name in (arguments.only or SERVICES)
+    ]
+    if arguments.json:
+        print_json({"images": built})
+    else:
+        print("\n".join(built), file=sys.stdout)
+    return 0
