@@ -87,6 +87,10 @@ class _Api:
     networking: Any
     stream: Callable[..., Any]
     api_exception: type[Exception]
+    # A CoreV1Api on an ApiClient of its own. The client's stream() swaps the request
+    # method of the ApiClient it is given while the exec connects, so an exec on the
+    # shared client would turn other threads' calls into websocket handshakes.
+    private_core: Callable[[], Any]
 
 
 @functools.cache
@@ -120,6 +124,7 @@ def _api() -> _Api:
         networking=client.NetworkingV1Api(api_client),
         stream=stream,
         api_exception=client.exceptions.ApiException,
+        private_core=lambda: client.CoreV1Api(client.ApiClient(configuration)),
     )
 
 
@@ -595,7 +600,7 @@ class KubernetesBackend(Backend):
         what = f"Cannot run {command[0]} in {pod}/{container}"
         try:
             response = api.stream(
-                api.core.connect_get_namespaced_pod_exec,
+                api.private_core().connect_get_namespaced_pod_exec,
                 pod,
                 namespace,
                 container=container,
