@@ -5,12 +5,16 @@ from this checkout (`ssebench images build-services --registry ssebench-helmtest
 Named gap on a machine without the internet (k8s-local): the proxy's database layer
 cannot start (LiteLLM fetches its Prisma engine at start, and postgres:16 cannot be
 pulled), so this test does not wait for the proxy or the database and checks
-everything else; nothing else in the release waits for them either.
+everything else; nothing else in the release waits for them either. With webui.hosted
+false, a reference run (which needs no model, so no proxy) launched through the web UI's
+API runs as a Job in the runs' namespace from the pilot task's reference image, built
+here and tagged under runs.registry, and is graded passed.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import socket
@@ -25,13 +29,17 @@ from typing import Any
 import pytest
 import yaml
 
+from ssebench import labels
 from tests.cli import ssebench
+from tests.conftest import PILOT_DATASET
 from tests.helm.conftest import CHART, helm
 
 pytestmark = pytest.mark.kubernetes
 
 REGISTRY = "ssebench-helmtest"
 VERSION = yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"]
+# The task of the run the web UI launches.
+TASK = "py-semver-prerelease"
 
 
 def kubectl(*arguments: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -82,10 +90,32 @@ def _secret(namespace: str, name: str) -> dict[str, str]:
     return {key: base64.b64decode(value).decode() for key, value in data.items()}
 
 
-def _api(port: int, path: str, token: str | None) -> tuple[int, Any]:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+def _reference_image() -> str:
+    """The pilot task's reference image, built from this checkout with the Docker
+    backend and tagged under the prebuilt name the release's runs use (runs.registry)."""
+    from ssebench.agents import load_agent
+    from ssebench.backends.docker import DockerBackend
+    from ssebench.extensions import prebuilt_images
+    from ssebench.runner import image_request
+    from ssebench.tasks import load_dataset
+
+    task = load_dataset(PILOT_DATASET).task(TASK)
+    request = image_request(task, load_agent("reference"))
+    built = DockerBackend(quiet_builds=True).prepare_images(request).run
+    published = prebuilt_images(dataclasses.replace(request, registry=REGISTRY, prebuilt=True))
+    subprocess.run(["docker", "tag", built, published.run], check=True, timeout=60)
+    return published.run
+
+
+def _api(
+    port: int, path: str, token: str | None, body: dict[str, Any] | None = None
+) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
@@ -113,10 +143,11 @@ def test_install_upgrade_uninstall(namespaces: tuple[str, str]) -> None:
             timeout=1800,
         )
         assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    reference_image = _reference_image()
     release_ns, runs_ns = namespaces
     values = {
         "image": {"registry": REGISTRY, "pullPolicy": "Never"},
-        "runs": {"namespace": runs_ns, "imagePullPolicy": "Never"},
+        "runs": {"namespace": runs_ns, "registry": REGISTRY, "imagePullPolicy": "Never"},
         "webui": {"hosted": False},
     }
     config = helm.Config(kubeconfig_path=os.environ.get("KUBECONFIG"), namespace=release_ns)
@@ -147,6 +178,7 @@ def test_install_upgrade_uninstall(namespaces: tuple[str, str]) -> None:
             assert status == 200, body
             assert _api(port, "/api/runs", None)[0] == 401
             assert _api(port, "/api/runs", "x" * 24)[0] == 401
+            _launch_reference_run(port, token, reference_image, runs_ns, release_ns)
         finally:
             forward.terminate()
             forward.wait(10)
@@ -164,3 +196,43 @@ def test_install_upgrade_uninstall(namespaces: tuple[str, str]) -> None:
     claims = kubectl("get", "pvc", "-n", release_ns, "-o", "name").stdout.split()
     assert "persistentvolumeclaim/data-ssebench-postgres-0" in claims
     assert kubectl("get", "secret", "ssebench-auth", "-n", release_ns, check=False).returncode != 0
+
+
+def _launch_reference_run(port: int, token: str, image: str, runs_ns: str, release_ns: str) -> None:
+    """A reference run launched from the web UI (POST /api/runs) runs as a Job in the
+    runs' namespace, from the prebuilt image, and the web UI lists it graded passed."""
+    run_id = f"helm-{uuid.uuid4().hex[:8]}"
+    launch = {"task": TASK, "agent": "reference", "run_id": run_id}
+    status, body = _api(port, "/api/runs", token, launch)
+    assert (status, body) == (202, {"run_id": run_id})
+    selector = f"{labels.RUN_ID}={run_id}"
+    jobs: list[str] = []
+    detail: dict[str, Any] = {}
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if not jobs:
+            listed = kubectl(
+                "get", "jobs", "-n", runs_ns, "-l", selector, "-o", "name", check=False
+            )
+            jobs = listed.stdout.split()
+        status, found = _api(port, f"/api/runs/{run_id}", token)
+        if status == 200 and found:
+            detail = found
+            if found.get("status") is not None:  # recorded: summary.json is written
+                break
+        time.sleep(3)
+    runs = (_api(port, "/api/runs", token)[1] or {}).get("runs", [])
+    context = (
+        f"detail: {json.dumps(detail)[-4000:]}\n"
+        + kubectl("get", "jobs,pods", "-n", runs_ns, "-o", "wide", check=False).stdout
+        + kubectl(
+            "logs", "-n", release_ns, "deploy/ssebench-webui", "--tail=40", check=False
+        ).stdout
+    )
+    assert len(jobs) == 1, f"no Job labelled {selector} in {runs_ns}\n{context}"
+    assert detail.get("status") == "passed", context
+    assert (detail.get("grade") or {}).get("status") == "passed", context
+    settings = detail.get("settings") or {}
+    assert (settings.get("backend"), settings.get("prebuilt")) == ("kubernetes", True), context
+    assert (detail.get("images") or {}).get("run") == image, context
+    assert [item["status"] for item in runs if item["run_id"] == run_id] == ["passed"], context
