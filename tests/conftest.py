@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY_DATASET = ROOT / "tests" / "fixtures" / "datasets" / "tiny"
 PILOT_DATASET = ROOT / "datasets" / "pilot"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# The cluster's own kubeconfig (its admin), read before any fixture narrows KUBECONFIG
+# to a ServiceAccount (tests/kubernetes does, for the runs' tests).
+CLUSTER_KUBECONFIG = os.environ.get("KUBECONFIG", "")
 # Every container, volume and network the tests create carries this label.
 TEST_LABEL = "ssebench.test"
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-import os
 import socket
 import subprocess
 import time
@@ -31,7 +30,7 @@ import yaml
 
 from ssebench import labels
 from tests.cli import ssebench
-from tests.conftest import PILOT_DATASET
+from tests.conftest import CLUSTER_KUBECONFIG, PILOT_DATASET
 from tests.helm.conftest import CHART, helm
 
 pytestmark = pytest.mark.kubernetes
@@ -44,7 +43,11 @@ TASK = "py-semver-prerelease"
 
 def kubectl(*arguments: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["kubectl", *arguments], capture_output=True, text=True, check=check, timeout=120
+        ["kubectl", "--kubeconfig", CLUSTER_KUBECONFIG, *arguments],
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=120,
     )
 
 
@@ -150,7 +153,7 @@ def test_install_upgrade_uninstall(namespaces: tuple[str, str]) -> None:
         "runs": {"namespace": runs_ns, "registry": REGISTRY, "imagePullPolicy": "Never"},
         "webui": {"hosted": False},
     }
-    config = helm.Config(kubeconfig_path=os.environ.get("KUBECONFIG"), namespace=release_ns)
+    config = helm.Config(kubeconfig_path=CLUSTER_KUBECONFIG, namespace=release_ns)
     release = "ssebench"
     config.install(CHART, release, values, namespace=release_ns, timeout=120)
     try:
@@ -161,7 +164,16 @@ def test_install_upgrade_uninstall(namespaces: tuple[str, str]) -> None:
 
         port = _free_port()
         forward = subprocess.Popen(
-            ["kubectl", "-n", release_ns, "port-forward", "svc/ssebench-webui", f"{port}:3001"],
+            [
+                "kubectl",
+                "--kubeconfig",
+                CLUSTER_KUBECONFIG,
+                "-n",
+                release_ns,
+                "port-forward",
+                "svc/ssebench-webui",
+                f"{port}:3001",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
