@@ -1,71 +1,63 @@
 """(d) Reading a run's results out of its pod (KubernetesBackend.collect_results, through
 the API) vs `kubectl cp` of the same 500 MB.
 
-A reference run goes through the Runner on the Kubernetes backend; when its task
-container has exited, 500 MB of random data is written next to the results in the
-run's results volume (by an ephemeral container), then both read-outs copy the same
-files. Needs a cluster; without
-one it says why it was not measured.
+A reference run goes through the Runner on the Kubernetes backend, with an image whose
+agent first writes 500 MB of random data into its archive, then applies the reference
+patch. Once the task container has exited, both read-outs copy the same files (the
+results and the archive) out of the collector. Needs a cluster whose node uses the
+local Docker image store (k8s-local, kind after `kind load`); without one it says why
+it was not measured.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 from common import Figure, NotMeasured, Result, cluster_problem, main
 
 SIZE_MB = 500
+# The bulk image is published under this registry, as a reference agent's image.
+BENCH_REGISTRY = "ssebench-bench"
 
 
-def fill_results(namespace: str, pod: Any) -> None:
-    """Write SIZE_MB of random data into the run's results volume.
+def build_bulk_image() -> None:
+    """The task's reference image, with an agent that first writes SIZE_MB into its
+    archive; tagged with the name a prebuilt reference run under BENCH_REGISTRY uses."""
+    import dataclasses
 
-    The collector mounts it read-only and the task container has exited, so an
-    ephemeral container of the run's own image (on the node already) mounts it
-    writable, writes the file and exits.
-    """
-    from kubernetes import client
-    from ssebench.backends.kubernetes import manifests
-    from ssebench.extensions import RESULTS_TARGET
+    from common import PILOT
+    from k8s_common import TASK
 
-    api = client.CoreV1Api()
-    name = f"bench-fill-{int(time.time())}"
-    image = pod.spec.containers[0].image
-    body = {
-        "spec": {
-            "ephemeralContainers": [
-                {
-                    "name": name,
-                    "image": image,
-                    "command": [
-                        "sh",
-                        "-c",
-                        f"head -c {SIZE_MB}M /dev/urandom > {RESULTS_TARGET}/bench.bin",
-                    ],
-                    "securityContext": {"runAsUser": 0},
-                    "volumeMounts": [
-                        {"name": manifests.RESULTS_VOLUME, "mountPath": RESULTS_TARGET}
-                    ],
-                }
-            ]
-        }
-    }
-    api.patch_namespaced_pod_ephemeralcontainers(pod.metadata.name, namespace, body)
-    deadline = time.monotonic() + 900
-    while time.monotonic() < deadline:
-        current = api.read_namespaced_pod(pod.metadata.name, namespace)
-        for status in current.status.ephemeral_container_statuses or []:
-            if status.name == name and status.state.terminated is not None:
-                if status.state.terminated.exit_code != 0:
-                    raise RuntimeError(f"writing the data failed: {status.state.terminated}")
-                return
-        time.sleep(1)
-    raise RuntimeError("writing the data did not finish in 900 s")
+    from ssebench.agents import load_agent
+    from ssebench.backends.docker import DockerBackend
+    from ssebench.extensions import prebuilt_images
+    from ssebench.runner import image_request
+    from ssebench.tasks import load_dataset
+
+    request = image_request(load_dataset(PILOT).task(TASK), load_agent("reference"))
+    base = DockerBackend(quiet_builds=True).prepare_images(request).run
+    name = prebuilt_images(dataclasses.replace(request, registry=BENCH_REGISTRY, prebuilt=True)).run
+    dockerfile = (
+        f"FROM {base}\n"
+        "RUN printf '#!/bin/sh\\n"
+        f'head -c {SIZE_MB}M /dev/urandom > "$SSE_ARCHIVE/bench.bin"\\n'
+        "exec /opt/ssebench/agent/run\\n' > /opt/ssebench/bulk-run"
+        " && chmod 755 /opt/ssebench/bulk-run\n"
+        'CMD ["/opt/ssebench/bulk-run"]\n'
+    )
+    subprocess.run(
+        ["docker", "build", "-q", "-t", name, "-"],
+        input=dockerfile,
+        text=True,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
 
 
 def measure() -> list[Result]:
@@ -76,7 +68,7 @@ def measure() -> list[Result]:
 
     from ssebench.backends import load_backend
     from ssebench.backends.kubernetes import manifests
-    from ssebench.extensions import RESULTS_TARGET, Backend, RunHandle
+    from ssebench.extensions import ARCHIVE_TARGET, RESULTS_TARGET, Backend, RunHandle
 
     inner = load_backend("kubernetes")
     timings: dict[str, float] = {}
@@ -87,25 +79,25 @@ def measure() -> list[Result]:
         def collect_results(self, handle: RunHandle, dest: Path) -> None:
             namespace = handle.details.get("namespace") or self.namespace
             pod = self._pod(handle).metadata.name
-            fill_results(namespace, self._pod(handle))
             copy = Path(tempfile.mkdtemp(prefix="ssebench-bench-kcp-"))
             try:
                 started = time.perf_counter()
-                subprocess.run(
-                    [
-                        "kubectl",
-                        "-n",
-                        namespace,
-                        "cp",
-                        "-c",
-                        manifests.COLLECTOR_CONTAINER,
-                        f"{pod}:{RESULTS_TARGET}",
-                        str(copy / "results"),
-                    ],
-                    check=True,
-                    capture_output=True,
-                    timeout=1800,
-                )
+                for source, target in ((RESULTS_TARGET, "results"), (ARCHIVE_TARGET, "archive")):
+                    subprocess.run(
+                        [
+                            "kubectl",
+                            "-n",
+                            namespace,
+                            "cp",
+                            "-c",
+                            manifests.COLLECTOR_CONTAINER,
+                            f"{pod}:{source}",
+                            str(copy / target),
+                        ],
+                        check=True,
+                        capture_output=True,
+                        timeout=1800,
+                    )
                 timings["kubectl"] = time.perf_counter() - started
             finally:
                 shutil.rmtree(copy, ignore_errors=True)
@@ -113,12 +105,19 @@ def measure() -> list[Result]:
             super().collect_results(handle, dest)
             timings["ssebench"] = time.perf_counter() - started
 
+    build_bulk_image()
     backend: Backend = Measured()
     results = Path(tempfile.mkdtemp(prefix="ssebench-bench-k8s-"))
+    registry = os.environ.get("SSEBENCH_REGISTRY")
+    os.environ["SSEBENCH_REGISTRY"] = BENCH_REGISTRY
     try:
         reference_run(backend, results)
     finally:
         shutil.rmtree(results, ignore_errors=True)
+        if registry is None:
+            os.environ.pop("SSEBENCH_REGISTRY", None)
+        else:
+            os.environ["SSEBENCH_REGISTRY"] = registry
     if set(timings) != {"kubectl", "ssebench"}:
         return [NotMeasured(f"(d) Kubernetes read-out of {SIZE_MB} MB", "the run gave no results")]
     return [

@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.cli import SSEBENCH, last_line_verdict, run_arguments
-from tests.conftest import PILOT_DATASET
+from tests.cli import last_line_verdict, run_arguments
+from tests.conftest import PILOT_DATASET, ROOT
 from tests.docker.conftest import new_run_id
 
 pytestmark = pytest.mark.docker
@@ -29,8 +30,31 @@ def shared_folder() -> Iterator[Path]:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def install_for_the_user(folder: Path) -> tuple[list[str], dict[str, str], Path]:
+    """ssebench, its one dependency and the pilot dataset, where the user can read them.
+
+    The checkout and this venv may sit below folders only root can enter (CI clones
+    into a 0700 temporary folder), as a user's own install never would.
+    """
+    site = folder / "site"
+    shutil.copytree(ROOT / "src", folder / "src")
+    shutil.copytree(PILOT_DATASET, folder / "pilot")
+    packages = Path(yaml.__file__).parent.parent
+    shutil.copytree(Path(yaml.__file__).parent, site / "yaml")
+    # The dist-info carries the entry points through which the docker backend is found.
+    for dist_info in packages.glob("ssebench-*.dist-info"):
+        shutil.copytree(dist_info, site / dist_info.name)
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    python = shutil.which("python3", path="/usr/bin:/usr/local/bin")
+    assert python, "no system python3 for the unprivileged user"
+    environment = {"PYTHONPATH": f"{folder / 'src'}:{site}", "PYTHONDONTWRITEBYTECODE": "1"}
+    return [python, "-m", "ssebench.cli.main"], environment, folder / "pilot"
+
+
 def test_a_user_in_the_docker_group_can_read_and_record_its_run(shared_folder: Path) -> None:
     tmp_path = shared_folder
+    ssebench_command, environment, dataset = install_for_the_user(shared_folder / "install")
     docker_group = subprocess.run(["getent", "group", "docker"], capture_output=True, text=True)
     assert docker_group.returncode == 0, "no docker group"
     docker_gid = docker_group.stdout.split(":")[2]
@@ -38,7 +62,7 @@ def test_a_user_in_the_docker_group_can_read_and_record_its_run(shared_folder: P
     results.mkdir()
     os.chown(results, USER_ID, USER_ID)
     arguments = run_arguments(
-        PILOT_DATASET, "py-ini-quoted-comment", "reference", new_run_id("user"), results
+        dataset, "py-ini-quoted-comment", "reference", new_run_id("user"), results
     )
     done = subprocess.run(
         [
@@ -46,13 +70,13 @@ def test_a_user_in_the_docker_group_can_read_and_record_its_run(shared_folder: P
             f"--reuid={USER_ID}",
             f"--regid={USER_ID}",
             f"--groups={docker_gid}",
-            *SSEBENCH,
+            *ssebench_command,
             *arguments,
         ],
         capture_output=True,
         text=True,
         timeout=900,
-        env={**os.environ, "HOME": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},
+        env={**os.environ, **environment, "HOME": str(tmp_path)},
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     status, run_dir = last_line_verdict(done.stdout)
