@@ -105,13 +105,22 @@ class EnvironmentLink:
             if stat.S_ISSOCK(os.lstat(path).st_mode):
                 path.unlink()
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # Bound under another name and moved into place once listening: the agent side
+        # takes a refused connection for an environment that has gone, so the path must
+        # never exist before the socket listens.
+        staging = path.with_name(f".{path.name}.{os.getpid()}")
         try:
-            listener.bind(str(path))
+            with contextlib.suppress(FileNotFoundError):
+                staging.unlink()
+            listener.bind(str(staging))
             # Root only: a message on this link decides the run's exit status.
-            os.chmod(path, 0o600)
+            os.chmod(staging, 0o600)
             listener.listen(4)
+            os.replace(staging, path)
         except BaseException:
             listener.close()
+            with contextlib.suppress(FileNotFoundError):
+                staging.unlink()
             raise
         link._listener = listener
         return link
