@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO, Any
 
 SSEBENCH = [sys.executable, "-m", "ssebench.cli.main"]
 
@@ -27,11 +28,16 @@ def ssebench(
     )
 
 
-def start_ssebench(*arguments: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """Start ssebench in the background; stdout and stderr come merged on stdout."""
+def start_ssebench(
+    *arguments: str,
+    env: dict[str, str] | None = None,
+    output: int | IO[Any] = subprocess.PIPE,
+) -> subprocess.Popen[str]:
+    """Start ssebench in the background; stdout and stderr come merged on stdout, or
+    go to output (subprocess.DEVNULL, or an open file) when nobody reads them."""
     return subprocess.Popen(
         [*SSEBENCH, *arguments],
-        stdout=subprocess.PIPE,
+        stdout=output,
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **(env or {})},

@@ -14,7 +14,7 @@ import pytest
 
 from ssebench import labels
 from ssebench.extensions import ARCHIVE_TARGET, RESULTS_TARGET, SOCKETS_TARGET
-from tests.cli import ssebench
+from tests.cli import run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import docker_lines, new_run_id
 from tests.docker.test_docker_backend_runs import TASK, listed, start_run, summary_of, wait_until
@@ -63,22 +63,8 @@ def test_a_sidecar_run_is_graded_and_leaves_nothing(
     tmp_path: Path, agent: str, status: str
 ) -> None:
     run_id = new_run_id(f"side-{agent}")
-    done = ssebench(
-        "run",
-        "--local",
-        str(PILOT_DATASET),
-        "--task",
-        TASK,
-        "--agent",
-        agent,
-        "--mode",
-        "sidecar",
-        "--run-id",
-        run_id,
-        "--results",
-        str(tmp_path),
-        timeout=900,
-    )
+    arguments = run_arguments(PILOT_DATASET, TASK, agent, run_id, tmp_path, "--mode", "sidecar")
+    done = ssebench(*arguments, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     summary = summary_of(tmp_path, run_id, agent=agent)
     assert summary["status"] == status, summary

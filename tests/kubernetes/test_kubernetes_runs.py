@@ -5,10 +5,8 @@ run that fails, SIGTERM to the runner, and a kept run reached from this machine.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -16,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import last_line_verdict, run_arguments, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.kubernetes.conftest import TASK, Cluster, new_run_id
 
@@ -23,49 +22,14 @@ pytestmark = pytest.mark.kubernetes
 K8S = ("--backend", "kubernetes")
 
 
-def ssebench(*arguments: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ssebench.cli.main", *arguments],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ),
-    )
-
-
-def run_argv(results: Path, run_id: str, agent: str, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "ssebench.cli.main",
-        "run",
-        *extra,
-        "--local",
-        str(PILOT_DATASET),
-        "--task",
-        TASK,
-        "--agent",
-        agent,
-        "--run-id",
-        run_id,
-        "--results",
-        str(results),
-    ]
-
-
 def finished_run(results: Path, agent: str, *extra: str) -> tuple[Path, dict[str, object]]:
-    done = subprocess.run(
-        run_argv(results, new_run_id(agent), agent, *extra),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=dict(os.environ),
-    )
+    arguments = run_arguments(PILOT_DATASET, TASK, agent, new_run_id(agent), results, *extra)
+    done = ssebench(*arguments, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    status, run_dir = done.stdout.strip().splitlines()[-1].split("\t")
-    summary = json.loads((Path(run_dir) / "summary.json").read_text())
+    status, run_dir = last_line_verdict(done.stdout)
+    summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == status
-    return Path(run_dir), summary
+    return run_dir, summary
 
 
 def relative_files(folder: Path) -> set[str]:
@@ -138,11 +102,8 @@ def test_sigterm_to_the_runner_records_143_and_removes_the_job(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     run_id = new_run_id("term")
-    process = subprocess.Popen(
-        run_argv(tmp_path, run_id, "sleeper", *K8S, "--prebuilt"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    process = start_ssebench(
+        *run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, tmp_path, *K8S, "--prebuilt")
     )
     try:
         wait_until(lambda: agent_running(run_id), "the sleeper agent to start")
@@ -162,11 +123,10 @@ def test_sigterm_to_the_runner_records_143_and_removes_the_job(
 @pytest.fixture
 def kept_run(cluster: Cluster, tmp_path: Path) -> Iterator[str]:
     run_id = new_run_id("kept")
-    process = subprocess.Popen(
-        run_argv(tmp_path, run_id, "sleeper", *K8S, "--prebuilt", "--keep-container"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    arguments = run_arguments(
+        PILOT_DATASET, TASK, "sleeper", run_id, tmp_path, *K8S, "--prebuilt", "--keep-container"
     )
+    process = start_ssebench(*arguments, output=subprocess.DEVNULL)
     try:
         wait_until(lambda: agent_running(run_id), "the sleeper agent to start")
         yield run_id

@@ -10,7 +10,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -21,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli import SSEBENCH, run_arguments, ssebench, start_ssebench
 from tests.conftest import CHROMIUM, PILOT_DATASET
 from tests.docker.conftest import new_run_id, nothing_left_behind  # noqa: F401
 
@@ -34,15 +34,6 @@ CHROMIUM_ARGUMENTS = [
     "--disable-component-update",
 ]
 os.environ["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
-
-
-def ssebench(*arguments: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "ssebench.cli.main", *arguments],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def wait_until(condition: Callable[[], object], seconds: float, what: str) -> None:
@@ -99,9 +90,7 @@ def start_server(results: Path, log: Path, **environment: str) -> Server:
     variables.update({"SSEBENCH_WEBUI_TOKEN": TOKEN, **environment})
     process = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "ssebench.cli.main",
+            *SSEBENCH,
             "webui",
             "--port",
             str(port),
@@ -205,34 +194,15 @@ def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterat
 @dataclass
 class KeptRun:
     run_id: str
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[str]
 
 
 @pytest.fixture(scope="module")
 def kept_sleeper(results: Path) -> Iterator[KeptRun]:
     """A sleeper run with --keep-container, running until the module ends."""
     run_id = new_run_id("webui-kept")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "ssebench.cli.main",
-            "run",
-            "--local",
-            str(PILOT_DATASET),
-            "--task",
-            TASK,
-            "--agent",
-            "sleeper",
-            "--keep-container",
-            "--run-id",
-            run_id,
-            "--results",
-            str(results),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    arguments = run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, results, "--keep-container")
+    process = start_ssebench(*arguments, output=subprocess.DEVNULL)
 
     def daemon_serves() -> bool:
         done = ssebench("runs", "endpoint", run_id, "4263", timeout=60)

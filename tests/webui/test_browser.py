@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from tests.cli import run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
-from tests.webui.conftest import TASK, KeptRun, Server, ssebench, wait_until
+from tests.webui.conftest import TASK, KeptRun, Server, wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker]
 
@@ -20,19 +21,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.docker]
 def record(results: Path, agent: str) -> str:
     """A finished run of the pilot task, recorded under results (no container left)."""
     run_id = new_run_id(f"webui-{agent}")
-    done = ssebench(
-        "run",
-        "--local",
-        str(PILOT_DATASET),
-        "--task",
-        TASK,
-        "--agent",
-        agent,
-        "--run-id",
-        run_id,
-        "--results",
-        str(results),
-    )
+    done = ssebench(*run_arguments(PILOT_DATASET, TASK, agent, run_id, results), timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     return run_id
 
