@@ -23,6 +23,7 @@ from common import Figure, NotMeasured, Result, cluster_problem, main
 SIZE_MB = 500
 # The bulk image is published under this registry, as a reference agent's image.
 BENCH_REGISTRY = "ssebench-bench"
+BULK_FILE = "bench.bin"
 
 
 def build_bulk_image() -> None:
@@ -45,7 +46,7 @@ def build_bulk_image() -> None:
     dockerfile = (
         f"FROM {base}\n"
         "RUN printf '#!/bin/sh\\n"
-        f'head -c {SIZE_MB}M /dev/urandom > "$SSE_ARCHIVE/bench.bin"\\n'
+        f'head -c {SIZE_MB}M /dev/urandom > "$SSE_ARCHIVE/{BULK_FILE}"\\n'
         "exec /opt/ssebench/agent/run\\n' > /opt/ssebench/bulk-run"
         " && chmod 755 /opt/ssebench/bulk-run\n"
         'CMD ["/opt/ssebench/bulk-run"]\n'
@@ -72,6 +73,7 @@ def measure() -> list[Result]:
 
     inner = load_backend("kubernetes")
     timings: dict[str, float] = {}
+    sizes: dict[str, int] = {}  # of the bulk file, as each read-out left it
 
     class Measured(type(inner)):  # type: ignore[misc]
         """The real backend; its read-out is timed against kubectl cp of the same data."""
@@ -99,11 +101,13 @@ def measure() -> list[Result]:
                         timeout=1800,
                     )
                 timings["kubectl"] = time.perf_counter() - started
+                sizes["kubectl"] = (copy / "archive" / BULK_FILE).stat().st_size
             finally:
                 shutil.rmtree(copy, ignore_errors=True)
             started = time.perf_counter()
             super().collect_results(handle, dest)
             timings["ssebench"] = time.perf_counter() - started
+            sizes["ssebench"] = (dest / "archive" / BULK_FILE).stat().st_size
 
     build_bulk_image()
     backend: Backend = Measured()
@@ -120,6 +124,8 @@ def measure() -> list[Result]:
             os.environ["SSEBENCH_REGISTRY"] = registry
     if set(timings) != {"kubectl", "ssebench"}:
         return [NotMeasured(f"(d) Kubernetes read-out of {SIZE_MB} MB", "the run gave no results")]
+    if set(sizes.values()) != {SIZE_MB << 20}:
+        raise RuntimeError(f"a read-out is incomplete: {BULK_FILE} sizes {sizes}")
     return [
         Figure(
             f"(d) Kubernetes read-out of {SIZE_MB} MB",

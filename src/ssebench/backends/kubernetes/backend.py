@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ssebench.backends.kubernetes import archive, manifests, portforward
+from ssebench.backends.kubernetes import archive, execstream, manifests, portforward
 from ssebench.backends.kubernetes.config import KubernetesSettings, is_label_key, is_label_value
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
@@ -54,6 +54,8 @@ CLIENT_MISSING = (
 )
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 REQUEST_TIMEOUT = 30
+# An exec that sends nothing for this long is taken for a broken connection.
+EXEC_IDLE_SECONDS = 300
 POLL_SECONDS = 1.0
 # A run that never starts (spec, "Stopping and cleaning up").
 PULL_ERROR_SECONDS = 90.0
@@ -614,25 +616,18 @@ class KubernetesBackend(Backend):
             )
         except Exception as error:
             raise BackendError(f"{what}: {_reason(error)}", backend=self.name) from None
-        errors = bytearray()
+        output = execstream.ExecOutput()
         try:
-            while response.is_open():
-                response.update(timeout=1)
-                if response.peek_stdout():
-                    yield response.read_stdout()
-                if response.peek_stderr():
-                    errors += response.read_stderr()
-                    del errors[:-2000]
-            rest = response.read_channel(1)
-            if rest:
-                yield rest
-            errors += response.read_channel(2)
-            error_channel = response.read_channel(3)
+            yield from output.stdout(response.sock, EXEC_IDLE_SECONDS)
+        except execstream.ExecIdleError as error:
+            raise BackendError(f"{what}: {error}", backend=self.name) from None
+        except Exception as error:  # the connection broke: websocket or TLS errors
+            raise BackendError(f"{what}: {_reason(error)}", backend=self.name) from None
         finally:
             response.close()
-        status = _exec_status(error_channel)
+        status = _exec_status(output.status)
         if status != 0:
-            detail = bytes(errors).decode(errors="replace").strip().splitlines()
+            detail = bytes(output.stderr_tail).decode(errors="replace").strip().splitlines()
             raise BackendError(
                 f"{what}: exit status {status}" + (f": {detail[-1][:300]}" if detail else ""),
                 backend=self.name,
