@@ -6,6 +6,7 @@ the standard library and refers to its own modules only relatively.
 
 Modules:
     entrypoint  the container's PID 1: prepares, runs the agent, grades, exits
+    role        what the PID 1 does in either role: surroundings, stop signals
     daemon      the HTTP API on :4263 and the two unix sockets
     evaluator   turns the agent's tree into final.patch and result.json
     dialog      the run's event log, archive/dialog.jsonl

@@ -18,9 +18,7 @@ set the run up or never listened, and the agent did not start.
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -30,13 +28,14 @@ from typing import Any, BinaryIO
 
 from . import __version__
 from .accounts import AGENT_USER, Account, make_directory
-from .config import Layout, Settings, default_path, load_image_environment
-from .entrypoint import AGENT_SIDE_OPTION, EXIT_SETUP_ERROR, STOP_SIGNALS, forbid_new_privileges
-from .logs import LogFile, Redactor, echo_line
+from .config import Layout, default_path, load_image_environment
+from .entrypoint import AGENT_SIDE_OPTION, EXIT_SETUP_ERROR
+from .logs import LogFile, echo_line
+from .role import Role
 from .sidecar import SOCKET_NAME, AgentLink, LinkClosed
 from .supervision import agent_environment, supervise_agent
 
-__all__ = ["AGENT_SIDE_OPTION", "AgentSide", "main"]
+__all__ = ["AGENT_SIDE_OPTION", "AgentSide"]
 
 # How long to wait for the environment container to listen on the link.
 CONNECT_SECONDS = 300.0
@@ -45,36 +44,22 @@ ENTRYPOINT_LOG = "agent-entrypoint.log"
 ECHO_PREFIX = "ssebench: agent container: "
 
 
-class AgentSide:
+class AgentSide(Role):
     def __init__(
         self,
         argv: Sequence[str],
         *,
-        environ: Mapping[str, str],
-        layout: Layout,
+        environ: Mapping[str, str] | None = None,
+        layout: Layout | None = None,
         account: Account | None,
-        stdout: BinaryIO,
+        stdout: BinaryIO | None = None,
         connect_seconds: float = CONNECT_SECONDS,
     ) -> None:
-        self.argv = list(argv)
-        self.environ = environ
-        self.settings = Settings.from_environ(environ)
-        self.layout = layout.with_environment(self.settings)
+        super().__init__(argv, environ=environ, layout=layout, stdout=stdout)
         self._account = account
-        self.stdout = stdout
         self.connect_seconds = connect_seconds
-        self.redactor = Redactor(self.settings.secrets)
-        self.stop_event = threading.Event()
-        self.stop_signal: int | None = None
-        self._logs: list[LogFile] = []
 
     # -- signals -------------------------------------------------------------------
-
-    def install_signal_handlers(self) -> None:
-        for signum in STOP_SIGNALS:
-            signal.signal(signum, self._on_stop_signal)
-        # Blocked by the launcher until now; see launcher.py.
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def _on_stop_signal(self, signum: int, frame: FrameType | None) -> None:
         self._stop(signum)
@@ -252,30 +237,3 @@ class AgentSide:
             daemon_url=f"http://127.0.0.1:{port}",
             daemon_socket=self.layout.agent_socket,
         )
-
-
-def main(
-    argv: Sequence[str],
-    *,
-    environ: Mapping[str, str] | None = None,
-    layout: Layout | None = None,
-    account: Account | None = None,
-    stdout: BinaryIO | None = None,
-    install_signal_handlers: bool = True,
-    connect_seconds: float = CONNECT_SECONDS,
-) -> int:
-    """Run the agent container's part. Tests pass a temporary layout and the current
-    user as the account; the container passes nothing."""
-    side = AgentSide(
-        argv,
-        environ=os.environ if environ is None else environ,
-        layout=layout or Layout(),
-        account=account,
-        stdout=stdout or sys.stdout.buffer,
-        connect_seconds=connect_seconds,
-    )
-    if install_signal_handlers:
-        side.install_signal_handlers()
-    if os.geteuid() == 0 and account is None:
-        forbid_new_privileges()
-    return side.run()

@@ -22,9 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,13 +31,14 @@ from typing import Any, BinaryIO
 
 from . import __version__
 from .accounts import Account, Accounts, chown_tree, make_directory
-from .config import DAEMON_PORT, Layout, Settings, Task, default_path, load_image_environment
+from .config import DAEMON_PORT, Layout, Task, default_path, load_image_environment
 from .daemon import Daemon
 from .dialog import Dialog
 from .evaluator import STOPPED_DURING_GRADING, Evaluator, Grading, result_document, write_result
-from .logs import LogFile, Redactor, echo_line, utc_now
+from .logs import LogFile, echo_line, utc_now
 from .processes import reap_orphans, sweep_user
 from .repository import BaseRepository
+from .role import STOP_SIGNALS, Role
 from .sidecar import SOCKET_NAME, EnvironmentLink, LinkClosed
 from .supervision import agent_environment, supervise_agent
 from .unixhttp import request_json
@@ -57,7 +56,6 @@ AGENT_STOP_WAIT_SECONDS = 30.0
 # that has not reported (it enforces the timeout itself; this is the backstop).
 AGENT_TIMEOUT_SLACK_SECONDS = 60.0
 KEEP_ALIVE_MESSAGE = "graded; waiting to be stopped (SSE_KEEP_ALIVE=1)"
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _PR_SET_NO_NEW_PRIVS = 38
 
 
@@ -68,47 +66,32 @@ class GradingInterrupted(BaseException):
     """
 
 
-class Entrypoint:
+class Entrypoint(Role):
     def __init__(
         self,
         argv: Sequence[str],
         *,
-        environ: Mapping[str, str],
-        layout: Layout,
+        environ: Mapping[str, str] | None = None,
+        layout: Layout | None = None,
         accounts: Accounts | None,
-        stdout: BinaryIO,
+        stdout: BinaryIO | None = None,
         host: str,
         port: int,
     ) -> None:
-        self.argv = list(argv)
-        self.environ = environ
-        self.settings = Settings.from_environ(environ)
-        self.layout = layout.with_environment(self.settings)
+        super().__init__(argv, environ=environ, layout=layout, stdout=stdout)
         self._accounts = accounts
-        self.stdout = stdout
         self.host = host
         self.port = port
-        self.redactor = Redactor(self.settings.secrets)
         self.started_at = utc_now()
         self.phase = "starting"
-        self.stop_event = threading.Event()
-        self.stop_signal: int | None = None
         self.signal_count = 0
         self.daemon: Daemon | None = None
         self.dialog: Dialog | None = None
         self.task: Task | None = None
-        self._logs: list[LogFile] = []
-        self.sidecar = environ.get("SSE_SIDECAR_ROLE") == ENVIRONMENT_ROLE
+        self.sidecar = self.environ.get("SSE_SIDECAR_ROLE") == ENVIRONMENT_ROLE
         self.link: EnvironmentLink | None = None
 
     # -- signals -------------------------------------------------------------------
-
-    def install_signal_handlers(self) -> None:
-        for signum in STOP_SIGNALS:
-            signal.signal(signum, self._on_stop_signal)
-        # The launcher blocks these until now, so a stop that came while Python was
-        # importing us stays pending (PID 1 would drop it) and is delivered here.
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def _on_stop_signal(self, signum: int, frame: FrameType | None) -> None:
         # Only flags here: the interrupted code may hold a log's lock.
@@ -455,32 +438,29 @@ def main(
     port: int = DAEMON_PORT,
     install_signal_handlers: bool = True,
 ) -> int:
-    """Run the container's run. Tests pass a temporary layout, the current user as
-    both accounts and port 0; the container passes nothing."""
+    """Run the container's run, or with --agent-side first the agent container's part
+    of a sidecar run. Tests pass a temporary layout, the current user as both accounts
+    and port 0; the container passes nothing."""
     argv = sys.argv[1:] if argv is None else argv
+    role: Role
     if argv[:1] == [AGENT_SIDE_OPTION]:
         # Imported here: agent_side builds on this module.
-        from .agent_side import main as agent_side_main
+        from .agent_side import AgentSide
 
-        return agent_side_main(
-            argv[1:],
+        agent = accounts.agent if accounts else None
+        role = AgentSide(argv[1:], environ=environ, layout=layout, account=agent, stdout=stdout)
+    else:
+        role = Entrypoint(
+            argv,
             environ=environ,
             layout=layout,
-            account=accounts.agent if accounts else None,
+            accounts=accounts,
             stdout=stdout,
-            install_signal_handlers=install_signal_handlers,
+            host=host,
+            port=port,
         )
-    entrypoint = Entrypoint(
-        argv,
-        environ=os.environ if environ is None else environ,
-        layout=layout or Layout(),
-        accounts=accounts,
-        stdout=stdout or sys.stdout.buffer,
-        host=host,
-        port=port,
-    )
     if install_signal_handlers:
-        entrypoint.install_signal_handlers()
+        role.install_signal_handlers()
     if os.geteuid() == 0 and accounts is None:
         forbid_new_privileges()
-    return entrypoint.run()
+    return role.run()

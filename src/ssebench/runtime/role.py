@@ -1,0 +1,59 @@
+"""What the container's PID 1 has in either of its roles: the entrypoint of a sandbox
+or environment container (entrypoint.py) and the agent side of a sidecar run's agent
+container (agent_side.py). entrypoint.main picks the role.
+
+Both take their surroundings from the process (os.environ, the container's layout,
+stdout) unless a test passes its own, and take over the stop signals that the
+launcher blocked.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+import signal
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from types import FrameType
+from typing import BinaryIO
+
+from .config import Layout, Settings
+from .logs import LogFile, Redactor
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Role(abc.ABC):
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        environ: Mapping[str, str] | None = None,
+        layout: Layout | None = None,
+        stdout: BinaryIO | None = None,
+    ) -> None:
+        self.argv = list(argv)
+        self.environ = os.environ if environ is None else environ
+        self.settings = Settings.from_environ(self.environ)
+        self.layout = (layout or Layout()).with_environment(self.settings)
+        self.stdout = stdout or sys.stdout.buffer
+        self.redactor = Redactor(self.settings.secrets)
+        self.stop_event = threading.Event()
+        self.stop_signal: int | None = None
+        self._logs: list[LogFile] = []
+
+    def install_signal_handlers(self) -> None:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._on_stop_signal)
+        # The launcher blocks these until now, so a stop that came while Python was
+        # importing us stays pending (PID 1 would drop it) and is delivered here.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+    @abc.abstractmethod
+    def _on_stop_signal(self, signum: int, frame: FrameType | None) -> None:
+        """Note the stop, and little more: the interrupted code may hold a log's lock."""
+
+    @abc.abstractmethod
+    def run(self) -> int:
+        """The role's part of the run; returns the container's exit status."""
