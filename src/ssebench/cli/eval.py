@@ -74,23 +74,14 @@ def register(commands: Any) -> None:
     )
     source.add_argument("--catalog", metavar="URL", help="a task catalog service")
     parser.add_argument("--tasks", nargs="+", metavar="TASK", help="task IDs (default: all)")
-    parser.add_argument("--agent", required=True, help="the agent (reference, dummy, ...)")
-    parser.add_argument("--model", help="the model; optional for agents that need none")
-    parser.add_argument(
-        "--budget",
-        type=float,
-        metavar="USD",
-        help="the most each run's model key may spend, in USD (default 10)",
-    )
+    run_cli.add_agent_options(parser, whose="each run's")
     parser.add_argument(
         "--jobs",
         type=int,
         metavar="N",
         help="runs at once (default: the backend's; this machine's cores for docker)",
     )
-    parser.add_argument(
-        "--backend", help="docker (default), kubernetes, or an extension; also $SSEBENCH_BACKEND"
-    )
+    run_cli.add_backend_options(parser)
     parser.add_argument(
         "--results", default="results", metavar="DIR", help="where run directories go (./results)"
     )
@@ -99,11 +90,6 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--timeout", type=int, default=3600, help="seconds each agent may run (default 3600)"
-    )
-    parser.add_argument(
-        "--prebuilt",
-        action="store_true",
-        help="use published images, build nothing (also SSEBENCH_PREBUILT=1)",
     )
     parser.add_argument(
         "--report", metavar="FILE", help="the JSON report (default <results>/eval-<time>.json)"

@@ -34,23 +34,19 @@ def add_dataset_options(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--catalog", metavar="URL", help="a task catalog service")
 
 
-def register(commands: Any) -> None:
-    parser = commands.add_parser(
-        "run",
-        help="run one agent on one task and grade it",
-        description="Run one agent on one task in a container, grade the patch it leaves, "
-        "and record the run under --results.",
-    )
-    parser.add_argument("--task", required=True, help="the task ID")
+def add_agent_options(parser: argparse.ArgumentParser, *, whose: str) -> None:
+    """--agent, --model and --budget; whose budget: "the run's" or "each run's"."""
     parser.add_argument("--agent", required=True, help="the agent (reference, dummy, ...)")
     parser.add_argument("--model", help="the model; optional for agents that need none")
     parser.add_argument(
         "--budget",
         type=float,
         metavar="USD",
-        help="the most the run's model key may spend, in USD (default 10)",
+        help=f"the most {whose} model key may spend, in USD (default 10)",
     )
-    add_dataset_options(parser)
+
+
+def add_backend_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--backend", help="docker (default), kubernetes, or an extension; also $SSEBENCH_BACKEND"
     )
@@ -59,6 +55,19 @@ def register(commands: Any) -> None:
         action="store_true",
         help="use published images, build nothing (also SSEBENCH_PREBUILT=1)",
     )
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "run",
+        help="run one agent on one task and grade it",
+        description="Run one agent on one task in a container, grade the patch it leaves, "
+        "and record the run under --results.",
+    )
+    parser.add_argument("--task", required=True, help="the task ID")
+    add_agent_options(parser, whose="the run's")
+    add_dataset_options(parser)
+    add_backend_options(parser)
     parser.add_argument(
         "--build", action="store_true", help="rebuild the image layers even when cached"
     )
