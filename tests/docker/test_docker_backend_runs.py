@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.backends.docker import AGENTS_NETWORK, ensure_agents_network
 from tests.cli import run_arguments, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import SESSION_PREFIX, docker_lines, leftovers, new_run_id
@@ -183,52 +184,71 @@ def test_kill_9_of_the_runner_then_prune_leaves_nothing(tmp_path: Path) -> None:
     assert listed(run_id) is None  # ...until prune removes it
 
 
-def test_egress_restricted_cannot_reach_the_bridge_open_can(tmp_path: Path) -> None:
+# Run inside a run: which of the two listeners it reaches.
+EGRESS_PROBE = """
+import json, socket, sys
+def reaches(host):
+    try:
+        socket.create_connection((host, 8000), timeout=3).close()
+        return True
+    except OSError:
+        return False
+print(json.dumps({"proxy": reaches(sys.argv[1]), "bridge": reaches(sys.argv[2])}))
+"""
+
+
+def _listener(name: str, image: str, network: str, *alias: str) -> str:
+    """An HTTP server container on network (its alias there, if given); returns its name."""
+    docker_lines(
+        "run", "-d", "--rm", "--name", name, "--network", network, *alias,
+        "--label", "ssebench.test=true", "--entrypoint", "python3", image,
+        "-m", "http.server", "8000",
+    )  # fmt: skip
+    return name
+
+
+@pytest.mark.parametrize("mode", ["sandbox", "sidecar"])
+def test_egress_reaches_the_proxy_either_way_and_the_bridge_only_when_open(
+    tmp_path: Path, mode: str
+) -> None:
+    """The proxy stand-in is a listener on ssebench_agents under a name of its own, as
+    the stack's proxy is there under `litellm` (SSE_BASE_URL): an open run is on both
+    networks, so it reaches it as a restricted run does."""
     image = docker_lines(
         "images", "--format", "{{.Repository}}:{{.Tag}}", f"ssebench/agent-sleeper/{TASK}"
     )[0]
-    listener = f"ssebench-test-listener-{SESSION_PREFIX}"
-    docker_lines(
-        "run",
-        "-d",
-        "--rm",
-        "--name",
-        listener,
-        "--network",
-        "bridge",
-        "--label",
-        "ssebench.test=true",
-        "--entrypoint",
-        "python3",
-        image,
-        "-m",
-        "http.server",
-        "8000",
-    )
+    ensure_agents_network()
+    proxy_alias = f"ssebench-test-proxy-{SESSION_PREFIX}-{mode}"
+    listeners = [
+        _listener(f"{proxy_alias}-c", image, AGENTS_NETWORK, "--network-alias", proxy_alias),
+        _listener(f"ssebench-test-listener-{SESSION_PREFIX}-{mode}", image, "bridge"),
+    ]
     try:
         address = docker_lines(
-            "inspect", "--format", "{{.NetworkSettings.Networks.bridge.IPAddress}}", listener
+            "inspect", "--format", "{{.NetworkSettings.Networks.bridge.IPAddress}}", listeners[1]
         )[0]
-        connect = (
-            f"import socket; socket.create_connection(('{address}', 8000), timeout=3);"
-            "print('connected')"
-        )
         outcomes = {}
         for egress in ("restricted", "open"):
-            run_id = new_run_id(egress)
-            process = start_run(tmp_path, run_id, "--egress", egress)
+            run_id = new_run_id(f"{egress}-{mode}")
+            process = start_run(tmp_path, run_id, "--egress", egress, "--mode", mode)
             try:
                 wait_until(lambda run_id=run_id: agent_running(run_id), what="the agent")
                 done = ssebench(
-                    "runs", "exec", run_id, "--user", "model", "--", "python3", "-c", connect
-                )
-                outcomes[egress] = done.returncode == 0 and "connected" in done.stdout
+                    "runs", "exec", run_id, "--user", "model", "--",
+                    "python3", "-c", EGRESS_PROBE, proxy_alias, address,
+                )  # fmt: skip
+                assert done.returncode == 0, done.stderr
+                outcomes[egress] = json.loads(done.stdout.strip().splitlines()[-1])
             finally:
                 process.send_signal(signal.SIGTERM)
                 process.communicate(timeout=120)
-        assert outcomes == {"restricted": False, "open": True}
+            assert listed(run_id) is None
+        assert outcomes == {
+            "restricted": {"proxy": True, "bridge": False},
+            "open": {"proxy": True, "bridge": True},
+        }
     finally:
-        subprocess.run(["docker", "rm", "-f", listener], capture_output=True)
+        subprocess.run(["docker", "rm", "-f", *listeners], capture_output=True)
 
 
 def test_random_stops_and_kills_leave_nothing(tmp_path: Path) -> None:

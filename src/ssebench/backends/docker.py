@@ -20,6 +20,13 @@ on 127.0.0.1 and endpoint() reaches both from the environment container's addres
 sidecar run's handle names the agent container (the one the run waits for) and carries
 the pair's ID and the environment container's name, from which stop, cleanup and logs
 find the rest.
+
+A run with open egress is on two networks: the default bridge (the internet) and the
+stack's internal network, so it reaches the proxy by the same SSE_BASE_URL as a
+restricted run. `docker run` joins one network only (the daemons before API 1.44), so
+that run's container is made with `docker create`, connected to the second network,
+and then started: attached (`docker start --attach`) in place of `docker run`, or
+detached for a sidecar run's environment container.
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ __all__ = [
     "DockerBackend",
     "agent_container_name",
     "container_name",
+    "create_argv",
     "run_argv",
     "sidecar_argvs",
 ]
@@ -313,6 +321,14 @@ def sidecar_argvs(
     return environment, agent
 
 
+def create_argv(run_argv: Sequence[str]) -> list[str]:
+    """The `docker create` command that makes, without starting, the container of a
+    `docker run` command of this module (docker create takes the same options)."""
+    if list(run_argv[:2]) != [DOCKER, "run"]:
+        raise ValueError("not a docker run command")
+    return [DOCKER, "create", *(word for word in run_argv[2:] if word != "--detach")]
+
+
 def ensure_agents_network() -> None:
     """Create the restricted network when it is missing (a run without the stack)."""
     if run_docker(["network", "inspect", "--format", "{{.Id}}", AGENTS_NETWORK]).returncode == 0:
@@ -386,10 +402,16 @@ class DockerBackend(Backend):
 
     # -- a run -----------------------------------------------------------------------
 
-    def network_for(self, policy: NetworkPolicy) -> str:
+    def networks_for(self, policy: NetworkPolicy) -> tuple[str, ...]:
+        """The run's networks, the one its container is made on (and its handle names)
+        first. Restricted: the stack's internal network, which reaches the proxy only.
+        Open: the default bridge, and the internal network for the proxy. A network
+        given to the backend replaces them."""
         if self.network:
-            return self.network
-        return AGENTS_NETWORK if policy.egress == "restricted" else OPEN_NETWORK
+            return (self.network,)
+        if policy.egress == "restricted":
+            return (AGENTS_NETWORK,)
+        return (OPEN_NETWORK, AGENTS_NETWORK)
 
     def start(self, spec: RunSpec) -> RunHandle:
         if spec.sidecar is not None:
@@ -397,20 +419,27 @@ class DockerBackend(Backend):
         if spec.mode == "sidecar":
             raise UserError("A sidecar run needs its RunSpec.sidecar (the environment container)")
         name = container_name(spec.run_id)
-        network = self.network_for(spec.network)
-        if network == AGENTS_NETWORK:
+        networks = self.networks_for(spec.network)
+        network = networks[0]
+        if AGENTS_NETWORK in networks:
             ensure_agents_network()
         env_folder = Path(tempfile.mkdtemp(prefix="ssebench-env-"))
+        process: subprocess.Popen[bytes] | None = None
         try:
             env_file = write_env_file(env_folder, spec.env)
             argv = run_argv(spec, name=name, network=network, env_file=env_file, now=time.time())
             try:
-                # A session of its own: the terminal's Ctrl-C reaches ssebench only,
-                # which stops the run itself (docker run would forward it as SIGINT).
-                process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, start_new_session=True)
-            except FileNotFoundError:
-                raise images.docker_missing() from None
-            try:
+                if len(networks) > 1:
+                    self._create_connected(argv, name, networks[1:], spec.run_id)
+                    argv = [DOCKER, "start", "--attach", name]
+                try:
+                    # A session of its own: the terminal's Ctrl-C reaches ssebench only,
+                    # which stops the run itself (docker would forward it as SIGINT).
+                    process = subprocess.Popen(
+                        argv, stdin=subprocess.DEVNULL, start_new_session=True
+                    )
+                except FileNotFoundError:
+                    raise images.docker_missing() from None
                 self._wait_until_created(process, name, spec.run_id)
             except BaseException:
                 _discard(process, name)
@@ -429,8 +458,9 @@ class DockerBackend(Backend):
     def _start_sidecar(self, spec: RunSpec, pair: SidecarPair) -> RunHandle:
         """Volumes, then the environment container (detached), then the agent container
         in the foreground. On any failure everything of the pair is removed again."""
-        network = self.network_for(spec.network)
-        if network == AGENTS_NETWORK:
+        networks = self.networks_for(spec.network)
+        network = networks[0]
+        if AGENTS_NETWORK in networks:
             ensure_agents_network()
         environment_name = container_name(pair.run_id)
         agent_name = agent_container_name(pair.run_id)
@@ -451,7 +481,15 @@ class DockerBackend(Backend):
             try:
                 for volume in pair.volumes:
                     self._create_volume(volume, pair.run_id)
-                self._run_detached(environment_argv, environment_name, spec.run_id)
+                if len(networks) > 1:
+                    self._create_connected(
+                        environment_argv, environment_name, networks[1:], spec.run_id
+                    )
+                    self._run_detached(
+                        [DOCKER, "start", environment_name], environment_name, spec.run_id
+                    )
+                else:
+                    self._run_detached(environment_argv, environment_name, spec.run_id)
                 _follow_output(environment_name)
                 try:
                     process = subprocess.Popen(
@@ -492,21 +530,40 @@ class DockerBackend(Backend):
                 run_id=pair_id,
             )
 
-    def _run_detached(self, argv: list[str], name: str, run_id: str) -> None:
+    def _run_detached(self, argv: Sequence[str], name: str, run_id: str) -> None:
+        """Run a docker command that makes or starts the container name, and returns."""
+        command = f"docker {argv[1]}"
         try:
             completed = run_docker(argv[1:], timeout=CREATE_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
             raise BackendError(
-                f"The container {name} was not started within {CREATE_TIMEOUT_SECONDS:.0f} s",
+                f"{command} did not finish within {CREATE_TIMEOUT_SECONDS:.0f} s "
+                f"for the container {name}",
                 backend=self.name,
                 run_id=run_id,
             ) from None
         if completed.returncode != 0:
             raise BackendError(
-                f"docker run could not start the container {name}: {failure_reason(completed)}",
+                f"{command} failed for the container {name}: {failure_reason(completed)}",
                 backend=self.name,
                 run_id=run_id,
             )
+
+    def _create_connected(
+        self, run_argv: Sequence[str], name: str, networks: Sequence[str], run_id: str
+    ) -> None:
+        """Make the container of run_argv, not started, and connect it to networks.
+        Raises BackendError; what was made is the caller's to remove."""
+        self._run_detached(create_argv(run_argv), name, run_id)
+        for network in networks:
+            completed = run_docker(["network", "connect", network, name])
+            if completed.returncode != 0:
+                raise BackendError(
+                    f"Cannot connect the container {name} to the network {network}: "
+                    f"{failure_reason(completed)}",
+                    backend=self.name,
+                    run_id=run_id,
+                )
 
     def _remove_pair(self, pair_id: str) -> None:
         """Remove a sidecar run's containers, the agent's first (it uses the
@@ -937,10 +994,11 @@ def _end_follower(name: str) -> None:
             _end_process(follower)
 
 
-def _discard(process: subprocess.Popen[bytes], name: str) -> None:
-    """Leave nothing of a start that failed: the docker run process and any container
-    the daemon created for it. Best effort: the start's own error is the one to report."""
-    _end_process(process)
+def _discard(process: subprocess.Popen[bytes] | None, name: str) -> None:
+    """Leave nothing of a start that failed: the docker run (or start) process and any
+    container made for it. Best effort: the start's own error is the one to report."""
+    if process is not None:
+        _end_process(process)
     with contextlib.suppress(UserError, OSError):
         _remove_container(name)
 
