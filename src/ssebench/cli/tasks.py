@@ -7,6 +7,7 @@ from typing import Any
 
 from ssebench.cli.output import print_json, print_table
 from ssebench.cli.run import add_dataset_options
+from ssebench.errors import UserError
 from ssebench.tasks.dataset import resolve_dataset
 
 
@@ -50,6 +51,9 @@ def list_command(arguments: argparse.Namespace) -> int:
 def build_case_command(arguments: argparse.Namespace) -> int:
     from ssebench.images import build_case_images
 
+    if arguments.catalog:
+        # A catalog serves the tasks' metadata, not the files a case image is built from.
+        raise UserError("build-case builds from the tasks' files: it needs --local, not --catalog")
     dataset = resolve_dataset(arguments.local, arguments.catalog)
     if arguments.tasks == ["all"]:
         tasks = list(dataset.tasks)
