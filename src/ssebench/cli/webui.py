@@ -29,7 +29,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--local",
         metavar="DIR",
-        help="the launcher's dataset (default: $SSEBENCH_DATASET or ./datasets/pilot)",
+        help="the launcher's dataset (default: the catalog service of $SSEBENCH_CATALOG, "
+        "else $SSEBENCH_DATASET or ./datasets/pilot)",
     )
     parser.add_argument(
         "--backend", help="docker (default), kubernetes, ...; also $SSEBENCH_BACKEND"

@@ -4,6 +4,11 @@ The command is an argument vector, never a shell string, and every value goes in
 `--option=value`, so a value cannot be read as another option. The child gets this
 process's environment without the web UI's token. Its output goes to a file under
 <results>/.webui/launches/, which the page shows until the run's container appears.
+
+The tasks come from the catalog service of $SSEBENCH_CATALOG when it is set (in the
+Helm chart), and a launch then runs `--catalog URL --prebuilt`, since a catalog has
+the tasks' metadata and the prebuilt images carry their files; otherwise from the
+dataset folder (--local, $SSEBENCH_DATASET or ./datasets/pilot), passed as --local.
 """
 
 from __future__ import annotations
@@ -51,6 +56,11 @@ class Launcher:
         self.launches: dict[str, Launch] = {}
 
     def dataset(self) -> Dataset:
+        """The launcher's tasks. Raises UserError/TaskError when the source is unusable."""
+        if self.settings.catalog:
+            from ssebench.catalog.client import load_catalog
+
+            return load_catalog(self.settings.catalog)
         return resolve_dataset(self.settings.dataset, None)
 
     def options(self) -> dict[str, Any]:
@@ -99,7 +109,11 @@ class Launcher:
             "--keep-container",
             f"--run-id={run_id}",
             f"--backend={self.settings.backend}",
-            f"--local={dataset.path.resolve()}",
+            *(
+                [f"--catalog={self.settings.catalog}", "--prebuilt"]
+                if self.settings.catalog
+                else [f"--local={dataset.path.resolve()}"]
+            ),
             f"--task={task}",
             f"--agent={agent}",
             f"--results={self.results}",

@@ -1,4 +1,5 @@
-"""What the web UI is started with: the command line plus SSEBENCH_WEBUI_* variables.
+"""What the web UI is started with: the command line plus SSEBENCH_WEBUI_* variables,
+and SSEBENCH_CATALOG, a task catalog service for the launcher (the Helm chart sets it).
 
 The token is read from the environment only, never from the command line, because a
 process listing shows argv. It is required, with at least 16 characters, whenever the
@@ -20,6 +21,7 @@ TOKEN_VARIABLE = "SSEBENCH_WEBUI_TOKEN"
 HOSTED_VARIABLE = "SSEBENCH_WEBUI_HOSTED"
 TERMINAL_VARIABLE = "SSEBENCH_WEBUI_TERMINAL"
 CORS_VARIABLE = "SSEBENCH_WEBUI_CORS_ORIGINS"
+CATALOG_VARIABLE = "SSEBENCH_CATALOG"
 MINIMUM_TOKEN_LENGTH = 16
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 3001
@@ -34,6 +36,9 @@ class WebSettings:
     port: int = DEFAULT_PORT
     results: Path = Path("results")
     dataset: str | None = None
+    # A catalog service's URL: the launcher's tasks come from it, and its runs use the
+    # prebuilt images. None: the dataset folder.
+    catalog: str | None = None
     backend: str = "docker"
     token: str | None = field(default=None, repr=False)
     hosted: bool = False
@@ -92,6 +97,17 @@ def _cors_origins(environment: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(origins)
 
 
+def _catalog(environment: Mapping[str, str], dataset: str | None) -> str | None:
+    """$SSEBENCH_CATALOG, unless a dataset folder was named on the command line."""
+    url = environment.get(CATALOG_VARIABLE, "").strip()
+    if not url or dataset is not None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"${CATALOG_VARIABLE} must be an http:// or https:// URL")
+    return url
+
+
 def _token(environment: Mapping[str, str]) -> str | None:
     token = environment.get(TOKEN_VARIABLE, "")
     if not token:
@@ -130,6 +146,7 @@ def load_settings(
         port=port,
         results=results,
         dataset=dataset,
+        catalog=_catalog(environment, dataset),
         backend=backend,
         token=token,
         hosted=_flag(environment, HOSTED_VARIABLE),
