@@ -1,7 +1,8 @@
 """The images of the Helm chart's services (deploy/images/*.Dockerfile): litellm (the
-proxy, with the configuration generated from models/), catalog (the pilot dataset's
-manifest) and webui. Each build gets a context made here from the checkout, so only
-what the image needs is sent to the daemon.
+local stack's proxy image, deploy/compose/litellm, plus the configuration generated
+from models/), catalog (the pilot dataset's manifest), webui, and postgres (a database
+the chart's StatefulSet can run where postgres:16 cannot be pulled). Each build gets a
+context made here from the checkout, so only what the image needs is sent to the daemon.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ssebench import __version__
 from ssebench.errors import UserError
 from ssebench.images import failure_reason, run_docker
 
-SERVICES = ("litellm", "catalog", "webui")
+SERVICES = ("litellm", "catalog", "webui", "postgres")
 CA_BUNDLE_VARIABLE = "SSEBENCH_BUILD_CA_BUNDLE"
 BUILD_TIMEOUT_SECONDS = 1800.0
 
@@ -33,20 +34,45 @@ def _ignore(_folder: str, names: list[str]) -> list[str]:
     return [name for name in names if name in ("__pycache__", ".pytest_cache", ".mypy_cache")]
 
 
-def _litellm(root: Path, context: Path) -> None:
-    from ssebench.proxy.models import ModelCatalog
+BuildArguments = dict[str, str]
 
-    shutil.copyfile(root / "deploy/compose/litellm/requirements.txt", context / "requirements.txt")
+
+def _litellm(root: Path, context: Path, database: bool) -> BuildArguments:
+    """FROM the local stack's proxy image (built here when missing; with the database,
+    the one `ssebench proxy up` runs with its database), so the chart's proxy and the
+    local stack's are one image definition."""
+    from ssebench.proxy.models import ModelCatalog
+    from ssebench.proxy.stack import LocalStack
+
+    stack = LocalStack(root / "deploy" / "compose", database=database)
+    base = stack.images()["litellm"]
+    if run_docker(["image", "inspect", base]).returncode != 0:
+        try:
+            base = stack.build()["litellm"]
+        except UserError as error:
+            if not database:
+                raise
+            raise UserError(
+                f"{error}. For the Helm chart: `ssebench images build-services "
+                "--no-database`, and install with litellm.database=false"
+            ) from None
     text = ModelCatalog.load(root / "models").litellm_config_text()
     (context / "config.yaml").write_text(text, encoding="utf-8")
+    return {"BASE_IMAGE": base}
 
 
-def _catalog(root: Path, context: Path) -> None:
+def _catalog(root: Path, context: Path, _database: bool) -> BuildArguments:
     shutil.copytree(root / "src/ssebench", context / "ssebench", ignore=_ignore)
     shutil.copyfile(root / "datasets/pilot/manifest.json", context / "manifest.json")
+    return {}
 
 
-def _webui(root: Path, context: Path) -> None:
+def _postgres(root: Path, context: Path, _database: bool) -> BuildArguments:
+    shutil.copyfile(root / "deploy/images/postgres-entrypoint.sh", context / "entrypoint.sh")
+    return {}
+
+
+def _webui(root: Path, context: Path, _database: bool) -> BuildArguments:
     project = context / "project"
     project.mkdir()
     for name in ("pyproject.toml", "README.md"):
@@ -54,12 +80,16 @@ def _webui(root: Path, context: Path) -> None:
     shutil.copytree(root / "src", project / "src", ignore=_ignore)
     shutil.copytree(root / "models", context / "models", ignore=_ignore)
     shutil.copytree(root / "datasets/pilot", context / "datasets/pilot", ignore=_ignore)
+    return {}
 
 
-CONTEXTS: dict[str, Callable[[Path, Path], None]] = {
+# name -> a function that fills the build context from the checkout, given whether the
+# proxy gets its database layer, and returns the build's arguments.
+CONTEXTS: dict[str, Callable[[Path, Path, bool], BuildArguments]] = {
     "litellm": _litellm,
     "catalog": _catalog,
     "webui": _webui,
+    "postgres": _postgres,
 }
 
 
@@ -67,8 +97,17 @@ def service_image(name: str, *, registry: str, tag: str | None = None) -> str:
     return f"{registry.rstrip('/')}/{name}:{tag or __version__}"
 
 
-def build_service(name: str, *, registry: str, tag: str | None = None, push: bool = False) -> str:
-    """Build one service's image (and push it); return its name. Raises UserError."""
+def build_service(
+    name: str,
+    *,
+    registry: str,
+    tag: str | None = None,
+    push: bool = False,
+    database: bool = True,
+) -> str:
+    """Build one service's image (and push it); return its name. database=False builds
+    the proxy without LiteLLM's database layer (for litellm.database=false), where its
+    Prisma client cannot be made. Raises UserError."""
     if name not in CONTEXTS:
         raise UserError(f"Unknown service {name!r}; the services are: {', '.join(SERVICES)}")
     root = checkout()
@@ -79,10 +118,11 @@ def build_service(name: str, *, registry: str, tag: str | None = None, push: boo
         bundle = os.environ.get(CA_BUNDLE_VARIABLE) or os.environ.get("PIP_CERT")
         if bundle and Path(bundle).is_file():
             shutil.copyfile(bundle, context / "build-ca" / "ca-bundle.crt")
-        CONTEXTS[name](root, context)
+        arguments = CONTEXTS[name](root, context, database)
         dockerfile = root / "deploy" / "images" / f"{name}.Dockerfile"
+        options = [f"--build-arg={key}={value}" for key, value in arguments.items()]
         done = run_docker(
-            ["build", "--pull=false", "-f", str(dockerfile), "-t", image, str(context)],
+            ["build", "--pull=false", *options, "-f", str(dockerfile), "-t", image, str(context)],
             timeout=BUILD_TIMEOUT_SECONDS,
         )
     if done.returncode != 0:

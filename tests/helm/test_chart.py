@@ -258,6 +258,24 @@ def test_postgres_disabled_needs_external_secret(chart: Any) -> None:
         chart.render({"postgres": {"enabled": False}}, name="ssebench")
 
 
+def test_litellm_without_database(render: RenderFunction) -> None:
+    """litellm.database=false: no DATABASE_URL (LiteLLM then starts without its
+    database layer); Postgres stays as postgres.* says, and NOTES say what is lost."""
+    rendered = render({"litellm": {"database": False}})
+    env = rendered.env(*PROXY)
+    assert "DATABASE_URL" not in env
+    assert "POSTGRES_PASSWORD" not in env
+    assert rendered.has(*POSTGRES)
+    assert "cannot make the runs' keys" in rendered.notes
+    assert "cannot make the runs' keys" not in render().notes
+
+
+def test_litellm_without_database_needs_no_external_secret(render: RenderFunction) -> None:
+    rendered = render({"litellm": {"database": False}, "postgres": {"enabled": False}})
+    assert not rendered.kinds("StatefulSet")
+    assert "DATABASE_URL" not in rendered.env(*PROXY)
+
+
 # --- catalog ---------------------------------------------------------------------
 
 
@@ -625,6 +643,7 @@ def test_scheduling_and_pod_annotations(render: RenderFunction) -> None:
         {"litellm": {"providerKeySecrets": "provider-keys"}},
         {"litellm": {"providerKeySecrets": ["Provider_Keys"]}},
         {"postgres": {"externalSecret": "bad/name"}},
+        {"litellm": {"database": "no"}},
         {"runs": {"namespace": "Runs"}},
         {"unknownValue": True},
     ],

@@ -49,14 +49,25 @@ def register(commands: Any) -> None:
 
     services = actions.add_parser(
         "build-services",
-        help="build the litellm, catalog and webui images of the Helm chart",
-        description="Build <registry>/litellm, <registry>/catalog and <registry>/webui with "
-        "the given tag (default: this ssebench's version), from this checkout.",
+        help="build the litellm, catalog, webui and postgres images of the Helm chart",
+        description="Build <registry>/litellm, <registry>/catalog, <registry>/webui and "
+        "<registry>/postgres with the given tag (default: this ssebench's version), from "
+        "this checkout. litellm is the local stack's proxy image (built first when "
+        "missing) with the configuration generated from models/.",
     )
     services.add_argument("--registry", default="ssebench", help="default ssebench")
     services.add_argument("--tag", help="default: the version of ssebench")
     services.add_argument(
-        "--only", action="append", choices=("litellm", "catalog", "webui"), help="repeatable"
+        "--only",
+        action="append",
+        choices=("litellm", "catalog", "webui", "postgres"),
+        help="repeatable",
+    )
+    services.add_argument(
+        "--no-database",
+        action="store_true",
+        help="litellm without LiteLLM's database layer (its Prisma client), for a release "
+        "with litellm.database=false: where Prisma's tools cannot be downloaded",
     )
     services.add_argument("--push", action="store_true", help="push them after the build")
     services.add_argument("--json", action="store_true")
@@ -108,7 +119,13 @@ def build_services_command(arguments: argparse.Namespace) -> int:
     from ssebench.services import SERVICES, build_service
 
     built = [
-        build_service(name, registry=arguments.registry, tag=arguments.tag, push=arguments.push)
+        build_service(
+            name,
+            registry=arguments.registry,
+            tag=arguments.tag,
+            push=arguments.push,
+            database=not arguments.no_database,
+        )
         for name in (arguments.only or SERVICES)
     ]
     if arguments.json:
