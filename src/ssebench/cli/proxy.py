@@ -39,7 +39,12 @@ def register(commands: Any) -> None:
     status.add_argument("--json", action="store_true")
     status.set_defaults(handler=status_command)
     build = actions.add_parser("build", help="build the stack's images")
-    build.add_argument("--no-database", action="store_true", help="the proxy's image only")
+    build.add_argument(
+        "--no-database",
+        action="store_true",
+        help="the proxy's image without LiteLLM's Prisma client (which needs downloads "
+        "from Prisma's servers) and no Postgres image",
+    )
     build.set_defaults(handler=build_command)
     config = actions.add_parser("config", help="print the proxy configuration made from models/")
     config.set_defaults(handler=config_command)

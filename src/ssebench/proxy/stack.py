@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,17 @@ DATABASE_FILE = "docker-compose.database.yml"
 READY_TIMEOUT_SECONDS = 180.0
 # Images the stack builds: compose service -> (folder under deploy/compose, repository).
 IMAGES = {"litellm": ("litellm", "ssebench/litellm"), "postgres": ("postgres", "ssebench/postgres")}
+# With the database, the proxy's image has LiteLLM's Prisma client (litellm/Dockerfile),
+# under a tag of its own; its build prints the marker when Prisma's tools are out of reach.
+PRISMA_BUILD_ARGUMENT = "PRISMA_CLIENT=generate"
+PRISMA_TAG_SUFFIX = "-prisma"
+PRISMA_FAILURE_MARKER = "ssebench: prisma-client-unavailable"
+NO_PRISMA_MESSAGE = (
+    "The proxy's database layer cannot be built on this machine: LiteLLM's Prisma client "
+    "needs Node.js, the Prisma CLI and Prisma's engines, which the build downloads from "
+    "their publishers' servers and could not reach. Use `ssebench proxy up --no-database` "
+    "(or SSEBENCH_PROXY_DATABASE=0): a proxy without per-run keys or spend records"
+)
 
 
 def default_compose_dir() -> Path:
@@ -125,7 +136,10 @@ class LocalStack:
         result = {}
         for service in services:
             folder, repository = IMAGES[service]
-            result[service] = f"{repository}:{image_tag(self.compose_dir / folder)}"
+            tag = image_tag(self.compose_dir / folder)
+            if service == SERVICE and self.database:
+                tag += PRISMA_TAG_SUFFIX
+            result[service] = f"{repository}:{tag}"
         return result
 
     def _files(self) -> list[str]:
@@ -172,10 +186,15 @@ class LocalStack:
 
     # -- images ----------------------------------------------------------------------
 
-    def build(self, *, force: bool = False) -> dict[str, str]:
-        """Build the stack's images that are missing (all with force); return them."""
+    def build(
+        self, *, force: bool = False, services: Collection[str] | None = None
+    ) -> dict[str, str]:
+        """Build the stack's images that are missing (all with force), or those of
+        services only; return them. Raises UserError."""
         built = {}
         for service, image in self.images().items():
+            if services is not None and service not in services:
+                continue
             if not force and run_docker(["image", "inspect", image]).returncode == 0:
                 built[service] = image
                 continue
@@ -186,8 +205,15 @@ class LocalStack:
                 bundle = os.environ.get(CA_BUNDLE_VARIABLE) or os.environ.get("PIP_CERT")
                 if bundle and Path(bundle).is_file():
                     shutil.copyfile(bundle, context / "build-ca" / "ca-bundle.crt")
-                done = run_docker(["build", "--pull=false", "-t", image, str(context)])
+                arguments = (
+                    ["--build-arg", PRISMA_BUILD_ARGUMENT]
+                    if image.endswith(PRISMA_TAG_SUFFIX)
+                    else []
+                )
+                done = run_docker(["build", "--pull=false", *arguments, "-t", image, str(context)])
             if done.returncode != 0:
+                if PRISMA_FAILURE_MARKER in done.stdout + done.stderr:
+                    raise UserError(NO_PRISMA_MESSAGE)
                 tail = "\n".join(done.stdout.splitlines()[-15:])
                 raise UserError(f"Building {image} failed: {failure_reason(done)}\n{tail}".rstrip())
             built[service] = image
