@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,8 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.proxy.stack import SERVICE_URL
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
+from tests.docker.test_docker_backend_runs import agent_running, start_run, wait_until
 
 pytestmark = pytest.mark.docker
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -251,3 +254,30 @@ def test_a_restricted_run_reaches_the_proxy_and_nothing_else(stack: Stack) -> No
         "-c", probe, fake_address,
     )  # fmt: skip
     assert done.stdout.split() == ["200", "False", "False"], done.stdout + done.stderr
+
+
+def test_an_open_run_reaches_the_proxy_at_the_same_url(stack: Stack, tmp_path: Path) -> None:
+    """--egress open: on the default bridge and on ssebench_agents, so the real proxy
+    answers at the URL a restricted run gets as SSE_BASE_URL."""
+    up = ssebench("proxy", "up", "--no-database", env=stack.env)
+    assert up.returncode == 0, up.stderr[-3000:]
+    run_id = new_run_id("open-proxy")
+    process = start_run(tmp_path, run_id, "--egress", "open")
+    try:
+        wait_until(lambda: agent_running(run_id), what="the sleeper agent to start")
+        networks = docker(
+            "inspect", "--format", "{{json .NetworkSettings.Networks}}", f"ssebench-{run_id}"
+        ).stdout
+        assert set(json.loads(networks)) == {"bridge", AGENTS_NETWORK}
+        probe = (
+            "import sys, urllib.request\n"
+            "print(urllib.request.urlopen(sys.argv[1] + '/health/liveliness', timeout=5).status)"
+        )
+        done = ssebench(
+            "runs", "exec", run_id, "--user", "model", "--",
+            "python3", "-c", probe, SERVICE_URL, env=stack.env, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0 and done.stdout.split() == ["200"], done.stdout + done.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=120)
