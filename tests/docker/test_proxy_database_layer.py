@@ -1,7 +1,7 @@
 """`ssebench proxy build` of the database stack where Prisma's tools cannot be fetched:
 the real Dockerfile and a real `docker build`, made to run the Prisma step without any
 network (so the outcome is the same on a machine with the internet), end in one clear
-line that names --no-database, in seconds, with no image left.
+line that names --no-database, in seconds, leaving no image and no container.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from ssebench.proxy.stack import NO_PRISMA_MESSAGE, LocalStack, default_compose_dir
 from tests.cli import ssebench
-from tests.docker.conftest import SESSION_PREFIX
+from tests.docker.conftest import SESSION_PREFIX, docker_lines
 
 pytestmark = pytest.mark.docker
 
@@ -38,11 +38,9 @@ def test_a_prisma_client_out_of_reach_is_one_clear_line(tmp_path: Path) -> None:
     dockerfile = compose / "litellm" / "Dockerfile"
     text = dockerfile.read_text()
     assert "ARG PRISMA_CLIENT=" in text
-    dockerfile.write_text(
-        text.replace(
-            "ARG PRISMA_CLIENT=", f"ARG SSEBENCH_TEST={SESSION_PREFIX}\nARG PRISMA_CLIENT="
-        )
-    )
+    # A label, so the cache images of the steps before the failing one can be removed.
+    label = f"ssebench.test-build={SESSION_PREFIX}"
+    dockerfile.write_text(text.replace("ARG PRISMA_CLIENT=", f"LABEL {label}\nARG PRISMA_CLIENT="))
     shim = tmp_path / "bin" / "docker"
     shim.parent.mkdir()
     docker = shutil.which("docker")
@@ -55,8 +53,15 @@ def test_a_prisma_client_out_of_reach_is_one_clear_line(tmp_path: Path) -> None:
     }
 
     started = time.monotonic()
-    done = ssebench("proxy", "build", timeout=600, env=env)
-    seconds = time.monotonic() - started
+    try:
+        done = ssebench("proxy", "build", timeout=600, env=env)
+    finally:
+        seconds = time.monotonic() - started
+        stopped = docker_lines("ps", "--all", "--quiet", "--filter", f"label={label}")
+        # Removing a child removes its untagged parents too: some of these are gone then.
+        for image_id in docker_lines("images", "--quiet", "--filter", f"label={label}"):
+            subprocess.run(["docker", "rmi", image_id], capture_output=True)
+        assert docker_lines("images", "--quiet", "--filter", f"label={label}") == []
 
     assert done.returncode == 1, done.stdout + done.stderr
     errors = [
@@ -67,3 +72,4 @@ def test_a_prisma_client_out_of_reach_is_one_clear_line(tmp_path: Path) -> None:
     image = LocalStack(compose, database=True).images()["litellm"]
     inspected = subprocess.run(["docker", "image", "inspect", image], capture_output=True)
     assert inspected.returncode != 0, f"{image} was made"
+    assert stopped == [], "the failed build left its container"

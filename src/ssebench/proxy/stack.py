@@ -210,7 +210,10 @@ class LocalStack:
                     if image.endswith(PRISMA_TAG_SUFFIX)
                     else []
                 )
-                done = run_docker(["build", "--pull=false", *arguments, "-t", image, str(context)])
+                # --force-rm: a failed step leaves no stopped container behind.
+                done = run_docker(
+                    ["build", "--pull=false", "--force-rm", *arguments, "-t", image, str(context)]
+                )
             if done.returncode != 0:
                 if PRISMA_FAILURE_MARKER in done.stdout + done.stderr:
                     raise UserError(NO_PRISMA_MESSAGE)
