@@ -139,7 +139,6 @@ def test_start_wait_and_cleanup_of_a_pair(fake_docker: FakeDocker, tmp_path: Pat
         ["run", "--name", ENVIRONMENT, "--detach"],
         ["run", "--name", AGENT, "--rm"],
     ]
-    assert fake_docker.calls_of("logs", "--follow", ENVIRONMENT)
     for volume, create in zip(VOLUMES, fake_docker.calls_of("volume", "create"), strict=True):
         assert create == ["volume", "create", "--label", f"{labels.PAIR}={PAIR_ID}", volume]
     env_files = {
@@ -159,6 +158,8 @@ def test_start_wait_and_cleanup_of_a_pair(fake_docker: FakeDocker, tmp_path: Pat
     # The agent container's status is the run's, once the environment has ended too.
     assert backend.wait(handle, 30) == 3
     assert fake_docker.calls_of("wait", ENVIRONMENT)
+    # The follower is a process of its own: its call is on record once wait reaped it.
+    assert fake_docker.calls_of("logs", "--follow", ENVIRONMENT)
     backend.cleanup(handle)
     removed = [argv[-1] for argv in fake_docker.calls_of("rm", "--force")]
     assert removed[:2] == [AGENT, ENVIRONMENT]
