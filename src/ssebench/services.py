@@ -48,7 +48,7 @@ def _litellm(root: Path, context: Path, database: bool) -> BuildArguments:
     base = stack.images()["litellm"]
     if run_docker(["image", "inspect", base]).returncode != 0:
         try:
-            base = stack.build()["litellm"]
+            base = stack.build(services=("litellm",))["litellm"]
         except UserError as error:
             if not database:
                 raise
