@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from ssebench.agents import load_agent
-from ssebench.extensions import REFERENCE_PATCH_TARGET, Backend, Images, Mount
-from ssebench.runner import IMAGE_REFERENCE_PATCH, image_request
+from ssebench.extensions import Backend, Images
+from ssebench.runner import image_request
 from ssebench.tasks import load_dataset
-from ssebench.testing.conformance import BackendContract, ImageKind
+from ssebench.testing.conformance import ImageKind
+from tests.conformance import AGENT_OF_KIND, PilotContract
 from tests.conftest import PILOT_DATASET
 
 pytestmark = pytest.mark.docker
-AGENT_OF_KIND = {"pass": "reference", "sleep": "sleeper"}
 
 
-class TestDockerBackend(BackendContract):
+class TestDockerBackend(PilotContract):
     known_gaps: ClassVar[frozenset[str]] = frozenset()
     run_timeout = 300.0
 
@@ -31,12 +30,3 @@ class TestDockerBackend(BackendContract):
         task = load_dataset(PILOT_DATASET).task("py-semver-prerelease")
         agent = load_agent(AGENT_OF_KIND[kind])
         return backend.prepare_images(image_request(task, agent))
-
-    def artifacts_for(
-        self, backend: Backend, kind: ImageKind, images: Images, run_dir: Path
-    ) -> tuple[Mount, ...]:
-        if kind != "pass":
-            return ()
-        patch = run_dir / "reference.patch"
-        backend.copy_from_image(images.run, IMAGE_REFERENCE_PATCH, patch, None)
-        return (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)

@@ -21,10 +21,14 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.conftest import PILOT_DATASET, ROOT, kubernetes_problem
+
+if TYPE_CHECKING:
+    from ssebench.extensions import ImageRequest
 
 SESSION_PREFIX = f"k{secrets.token_hex(3)}"
 NAMESPACE = f"ssebench-test-{SESSION_PREFIX}"
@@ -156,26 +160,29 @@ def _service_account_kubeconfig(admin_kubeconfig: str, namespace: str, folder: P
     return path
 
 
+def build_as_published(request: ImageRequest) -> str:
+    """Build the run image here with the Docker backend's builder and tag it with the
+    name prebuilt_images gives it under REGISTRY; that name."""
+    from ssebench.backends.docker import DockerBackend
+    from ssebench.extensions import prebuilt_images
+
+    built = DockerBackend(quiet_builds=True).prepare_images(request).run
+    published = prebuilt_images(dataclasses.replace(request, registry=REGISTRY, prebuilt=True)).run
+    subprocess.run(["docker", "tag", built, published], check=True, timeout=60)
+    return published
+
+
 def _build_images() -> dict[str, str]:
     """The pilot task's images for each agent, tagged as prebuilt_images names them."""
     from ssebench.agents import load_agent
-    from ssebench.backends.docker import DockerBackend
-    from ssebench.extensions import prebuilt_images
     from ssebench.runner import image_request
     from ssebench.tasks import load_dataset
 
     task = load_dataset(PILOT_DATASET).task(TASK)
-    names = {}
-    for agent_name in AGENTS:
-        agent = load_agent(agent_name)
-        request = image_request(task, agent)
-        built = DockerBackend(quiet_builds=True).prepare_images(request).run
-        published = prebuilt_images(
-            dataclasses.replace(request, registry=REGISTRY, prebuilt=True)
-        ).run
-        subprocess.run(["docker", "tag", built, published], check=True, timeout=60)
-        names[agent_name] = published
-    return names
+    return {
+        agent_name: build_as_published(image_request(task, load_agent(agent_name)))
+        for agent_name in AGENTS
+    }
 
 
 @pytest.fixture(scope="session")

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from ssebench.agents import load_agent
-from ssebench.extensions import prebuilt_images
 from ssebench.runner import image_request
 from ssebench.tasks import load_dataset
 from tests.cli import ssebench
 from tests.conftest import PILOT_DATASET
-from tests.kubernetes.conftest import REGISTRY, Cluster, new_run_id
+from tests.kubernetes.conftest import Cluster, build_as_published, new_run_id
 
 pytestmark = pytest.mark.kubernetes
 PILOT = load_dataset(PILOT_DATASET)
@@ -25,19 +22,8 @@ PILOT = load_dataset(PILOT_DATASET)
 def pilot_reference_images(cluster: Cluster) -> list[str]:
     """Every pilot task's reference image, built locally and tagged with its published
     name: the cluster's node uses the local image store and pulls nothing."""
-    from ssebench.backends.docker import DockerBackend
-
     agent = load_agent("reference")
-    names = []
-    for task in PILOT.tasks:
-        request = image_request(task, agent)
-        built = DockerBackend(quiet_builds=True).prepare_images(request).run
-        published = prebuilt_images(
-            dataclasses.replace(request, registry=REGISTRY, prebuilt=True)
-        ).run
-        subprocess.run(["docker", "tag", built, published], check=True, timeout=60)
-        names.append(published)
-    return names
+    return [build_as_published(image_request(task, agent)) for task in PILOT.tasks]
 
 
 def test_eval_over_the_pilot_as_jobs(
