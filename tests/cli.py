@@ -68,3 +68,9 @@ def last_line_verdict(stdout: str) -> tuple[str, Path]:
     """The grade and run directory that `ssebench run` prints last."""
     status, run_dir = stdout.strip().splitlines()[-1].split("\t")
     return status, Path(run_dir)
+
+
+def sleeper_started(run_id: str, *options: str) -> bool:
+    """Whether the sleeper agent of a kept run has written its first line."""
+    done = ssebench("runs", "logs", run_id, *options)
+    return done.returncode == 0 and "sleeper" in done.stdout.lower()

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from ssebench.backends.docker import AGENTS_NETWORK, ensure_agents_network
-from tests.cli import run_arguments, ssebench, start_ssebench
+from tests.cli import run_arguments, sleeper_started, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import SESSION_PREFIX, docker_lines, leftovers, new_run_id
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.docker
 TASK = "py-semver-prerelease"
@@ -43,20 +44,6 @@ def listed(run_id: str) -> dict[str, object] | None:
     return next((run for run in runs if run["run_id"] == run_id), None)
 
 
-def wait_until(condition: object, seconds: float = 180, what: str = "") -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if callable(condition) and condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def agent_running(run_id: str) -> bool:
-    done = ssebench("runs", "logs", run_id)
-    return done.returncode == 0 and "sleeper" in done.stdout.lower()
-
-
 def summary_of(results: Path, run_id: str, agent: str = "sleeper") -> dict[str, object]:
     path = results / TASK / "none" / agent / run_id / "summary.json"
     data: dict[str, object] = json.loads(path.read_text())
@@ -68,7 +55,7 @@ def kept_run(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     run_id = new_run_id("kept")
     process = start_run(tmp_path, run_id, "--keep-container")
     try:
-        wait_until(lambda: agent_running(run_id), what="the sleeper agent to start")
+        wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
         yield run_id, process
     finally:
         ssebench("runs", "remove", run_id)
@@ -149,7 +136,7 @@ def test_capabilities_inside_a_run(kept_run: tuple[str, object]) -> None:
 def test_runs_stop_then_remove_leave_nothing(tmp_path: Path) -> None:
     run_id = new_run_id("stop")
     process = start_run(tmp_path, run_id, "--keep-container")
-    wait_until(lambda: agent_running(run_id), what="the sleeper agent to start")
+    wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
     assert ssebench("runs", "stop", run_id, "--grace", "10").returncode == 0
     process.wait(timeout=120)
     assert summary_of(tmp_path, run_id)["exit_code"] == 143
@@ -163,7 +150,7 @@ def test_runs_stop_then_remove_leave_nothing(tmp_path: Path) -> None:
 def test_sigterm_to_the_runner_records_143_and_leaves_nothing(tmp_path: Path) -> None:
     run_id = new_run_id("term")
     process = start_run(tmp_path, run_id)
-    wait_until(lambda: agent_running(run_id), what="the sleeper agent to start")
+    wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=120)
     assert process.returncode == 0, output
@@ -175,7 +162,7 @@ def test_sigterm_to_the_runner_records_143_and_leaves_nothing(tmp_path: Path) ->
 def test_kill_9_of_the_runner_then_prune_leaves_nothing(tmp_path: Path) -> None:
     run_id = new_run_id("kill")
     process = start_run(tmp_path, run_id)
-    wait_until(lambda: agent_running(run_id), what="the sleeper agent to start")
+    wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
     process.kill()
     process.wait()
     assert listed(run_id) is not None  # the container outlives its runner...
@@ -232,7 +219,7 @@ def test_egress_reaches_the_proxy_either_way_and_the_bridge_only_when_open(
             run_id = new_run_id(f"{egress}-{mode}")
             process = start_run(tmp_path, run_id, "--egress", egress, "--mode", mode)
             try:
-                wait_until(lambda run_id=run_id: agent_running(run_id), what="the agent")
+                wait_until(lambda run_id=run_id: sleeper_started(run_id), what="the agent")
                 done = ssebench(
                     "runs", "exec", run_id, "--user", "model", "--",
                     "python3", "-c", EGRESS_PROBE, proxy_alias, address,

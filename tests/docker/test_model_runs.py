@@ -24,9 +24,11 @@ from pathlib import Path
 import pytest
 
 from ssebench.proxy.stack import SERVICE_URL
+from tests.cli import sleeper_started
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
-from tests.docker.test_docker_backend_runs import agent_running, start_run, wait_until
+from tests.docker.test_docker_backend_runs import start_run
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.docker
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -264,7 +266,7 @@ def test_an_open_run_reaches_the_proxy_at_the_same_url(stack: Stack, tmp_path: P
     run_id = new_run_id("open-proxy")
     process = start_run(tmp_path, run_id, "--egress", "open")
     try:
-        wait_until(lambda: agent_running(run_id), what="the sleeper agent to start")
+        wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
         networks = docker(
             "inspect", "--format", "{{json .NetworkSettings.Networks}}", f"ssebench-{run_id}"
         ).stdout

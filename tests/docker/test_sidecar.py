@@ -17,7 +17,8 @@ from ssebench.extensions import ARCHIVE_TARGET, RESULTS_TARGET, SOCKETS_TARGET
 from tests.cli import run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import docker_lines, new_run_id
-from tests.docker.test_docker_backend_runs import TASK, listed, start_run, summary_of, wait_until
+from tests.docker.test_docker_backend_runs import TASK, listed, start_run, summary_of
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.docker
 SOURCE_DIR = "/src/semver"

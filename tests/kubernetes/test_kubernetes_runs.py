@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.cli import last_line_verdict, run_arguments, ssebench, start_ssebench
+from tests.cli import last_line_verdict, run_arguments, sleeper_started, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.kubernetes.conftest import TASK, Cluster, new_run_id
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.kubernetes
 K8S = ("--backend", "kubernetes")
@@ -34,20 +34,6 @@ def finished_run(results: Path, agent: str, *extra: str) -> tuple[Path, dict[str
 
 def relative_files(folder: Path) -> set[str]:
     return {str(path.relative_to(folder)) for path in folder.rglob("*")}
-
-
-def wait_until(condition: Callable[[], bool], what: str, seconds: float = 300) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def agent_running(run_id: str) -> bool:
-    done = ssebench("runs", "logs", run_id, *K8S)
-    return done.returncode == 0 and "sleeper" in done.stdout.lower()
 
 
 def nothing_left(cluster: Cluster, run_id: str) -> bool:
@@ -106,7 +92,7 @@ def test_sigterm_to_the_runner_records_143_and_removes_the_job(
         *run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, tmp_path, *K8S, "--prebuilt")
     )
     try:
-        wait_until(lambda: agent_running(run_id), "the sleeper agent to start")
+        wait_until(lambda: sleeper_started(run_id, *K8S), "the sleeper agent to start")
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=180)
     finally:
@@ -128,7 +114,7 @@ def kept_run(cluster: Cluster, tmp_path: Path) -> Iterator[str]:
     )
     process = start_ssebench(*arguments, output=subprocess.DEVNULL)
     try:
-        wait_until(lambda: agent_running(run_id), "the sleeper agent to start")
+        wait_until(lambda: sleeper_started(run_id, *K8S), "the sleeper agent to start")
         yield run_id
     finally:
         ssebench("runs", "remove", run_id, *K8S)

@@ -10,10 +10,9 @@ import json
 import os
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import pytest
 from tests.cli import SSEBENCH, run_arguments, ssebench, start_ssebench
 from tests.conftest import CHROMIUM, PILOT_DATASET
 from tests.docker.conftest import new_run_id, nothing_left_behind  # noqa: F401
+from tests.polling import wait_until
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 TOKEN = "browser-test-token-" + os.urandom(8).hex()
@@ -34,15 +34,6 @@ CHROMIUM_ARGUMENTS = [
     "--disable-component-update",
 ]
 os.environ["PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD"] = "1"
-
-
-def wait_until(condition: Callable[[], object], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {seconds}s waiting for {what}")
 
 
 def free_port() -> int:
@@ -113,7 +104,7 @@ def start_server(results: Path, log: Path, **environment: str) -> Server:
         except OSError:
             return False
 
-    wait_until(answers, 60, "the web UI to answer")
+    wait_until(answers, "the web UI to answer", 60)
     return server
 
 
@@ -215,7 +206,7 @@ def kept_sleeper(results: Path) -> Iterator[KeptRun]:
             return False
 
     try:
-        wait_until(daemon_serves, 300, "the sleeper's daemon")
+        wait_until(daemon_serves, "the sleeper's daemon", 300)
         yield KeptRun(run_id, process)
     finally:
         ssebench("runs", "remove", run_id, timeout=120)

@@ -13,7 +13,8 @@ import pytest
 from tests.cli import run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
-from tests.webui.conftest import TASK, KeptRun, Server, wait_until
+from tests.polling import wait_until
+from tests.webui.conftest import TASK, KeptRun, Server
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker]
 
@@ -179,11 +180,11 @@ def test_launching_the_reference_agent_from_the_page_passes(
             )
             return status == 200 and data.get("status") == "passed" and data["container"]
 
-        wait_until(recorded, 120, "the launched run to be recorded")
+        wait_until(recorded, "the launched run to be recorded", 120)
         # The page removes what the launch kept.
         page.once("dialog", lambda dialog: dialog.accept())
         page.click("button:has-text('Remove container')")
-        wait_until(lambda: ssebench("runs", "inspect", run_id).returncode == 3, 60, "removal")
+        wait_until(lambda: ssebench("runs", "inspect", run_id).returncode == 3, "removal", 60)
     finally:
         ssebench("runs", "remove", run_id, timeout=120)
 
