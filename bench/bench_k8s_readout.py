@@ -11,7 +11,6 @@ it was not measured.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import tempfile
@@ -21,8 +20,6 @@ from pathlib import Path
 from common import Figure, NotMeasured, Result, cluster_problem, main
 
 SIZE_MB = 500
-# The bulk image is published under this registry, as a reference agent's image.
-BENCH_REGISTRY = "ssebench-bench"
 BULK_FILE = "bench.bin"
 
 
@@ -32,7 +29,7 @@ def build_bulk_image() -> None:
     import dataclasses
 
     from common import PILOT
-    from k8s_common import TASK
+    from k8s_common import BENCH_REGISTRY, TASK
 
     from ssebench.agents import load_agent
     from ssebench.backends.docker import DockerBackend
@@ -65,7 +62,7 @@ def measure() -> list[Result]:
     problem = cluster_problem()
     if problem:
         return [NotMeasured(f"(d) Kubernetes read-out of {SIZE_MB} MB", problem)]
-    from k8s_common import reference_run
+    from k8s_common import pilot_run
 
     from ssebench.backends import load_backend
     from ssebench.backends.kubernetes import manifests
@@ -112,16 +109,10 @@ def measure() -> list[Result]:
     build_bulk_image()
     backend: Backend = Measured()
     results = Path(tempfile.mkdtemp(prefix="ssebench-bench-k8s-"))
-    registry = os.environ.get("SSEBENCH_REGISTRY")
-    os.environ["SSEBENCH_REGISTRY"] = BENCH_REGISTRY
     try:
-        reference_run(backend, results)
+        pilot_run(backend, results)
     finally:
         shutil.rmtree(results, ignore_errors=True)
-        if registry is None:
-            os.environ.pop("SSEBENCH_REGISTRY", None)
-        else:
-            os.environ["SSEBENCH_REGISTRY"] = registry
     if set(timings) != {"kubectl", "ssebench"}:
         return [NotMeasured(f"(d) Kubernetes read-out of {SIZE_MB} MB", "the run gave no results")]
     if set(sizes.values()) != {SIZE_MB << 20}:

@@ -1,13 +1,19 @@
-"""A reference run on the Kubernetes backend, for the cluster benchmarks (d) and (e).
+"""Runs on the Kubernetes backend, for the cluster benchmarks (d) and (e).
 
-It needs a cluster (KUBECONFIG), the kubernetes client, and the prebuilt image of the
-task under $SSEBENCH_REGISTRY where the nodes can pull it (see docs/kubernetes.md).
+They need a cluster whose node uses this machine's Docker image store (k8s-local, or
+kind after `kind load`), the kubernetes client, and `SSEBENCH_K8S_IMAGE_PULL_POLICY=Never`
+where nothing can be pulled: the images are published into the local store under
+BENCH_REGISTRY with `ssebench images publish --load docker` (see docs/kubernetes.md).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from common import PILOT
@@ -18,20 +24,55 @@ from ssebench.runner import Runner, RunSettings, StopRequest
 from ssebench.tasks import load_dataset
 
 TASK = os.environ.get("SSEBENCH_BENCH_K8S_TASK", "py-semver-prerelease")
+# The benchmarks' prebuilt images are published under this registry, in the local store.
+BENCH_REGISTRY = "ssebench-bench"
+SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
 
 
-def reference_run(backend: Backend, results: Path) -> str:
-    """Carry out one prebuilt reference run through the Runner; return its status."""
+def publish_locally(*agents: str) -> None:
+    """Give the task's images of agents their prebuilt names under BENCH_REGISTRY."""
+    subprocess.run(
+        [
+            *(SSEBENCH, "images", "publish", "--registry", BENCH_REGISTRY),
+            *("--local", str(PILOT), "--tasks", TASK, "--agents", *agents),
+            *("--mode", "sandbox", "--load", "docker"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
+
+
+@contextmanager
+def bench_registry() -> Iterator[None]:
+    """SSEBENCH_REGISTRY is BENCH_REGISTRY within, as the backend reads it."""
+    before = os.environ.get("SSEBENCH_REGISTRY")
+    os.environ["SSEBENCH_REGISTRY"] = BENCH_REGISTRY
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("SSEBENCH_REGISTRY", None)
+        else:
+            os.environ["SSEBENCH_REGISTRY"] = before
+
+
+def pilot_run(
+    backend: Backend, results: Path, agent: str = "reference", timeout: int = 3600
+) -> str:
+    """Carry out one prebuilt run of TASK through the Runner; return its status."""
     settings = RunSettings(
         task=load_dataset(PILOT).task(TASK),
-        agent=load_agent("reference"),
+        agent=load_agent(agent),
         model=None,
         run_id=f"bench-{secrets.token_hex(4)}",
         results_root=results,
         backend=backend.name,
+        timeout=timeout,
         prebuilt=True,
-        registry=os.environ.get("SSEBENCH_REGISTRY") or "ssebench",
+        registry=BENCH_REGISTRY,
     )
     runner = Runner(backend)
-    outcome = runner.run(settings, runner.prepare(settings), StopRequest())
+    with bench_registry():
+        outcome = runner.run(settings, runner.prepare(settings), StopRequest())
     return outcome.status
