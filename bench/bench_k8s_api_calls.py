@@ -5,8 +5,7 @@ show what waiting for a run costs.
 
 The baseline is what the kubectl commands that do the same by hand would send at
 least: create the Secret, NetworkPolicy and Job; watch the pod to running and to the
-task's exit (a watch request is listed as WATCH); read the log; exec tar in the
-collector; delete the three objects.
+task's exit; read the log; exec tar in the collector; delete the three objects.
 """
 
 from __future__ import annotations
@@ -73,8 +72,7 @@ def counted(run: Callable[[Path], str]) -> tuple[int, str]:
     original_websocket = ws_client.WSClient.__init__
 
     def counted_request(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        verb = "WATCH" if re.search(r"[?&]watch=true", url, re.IGNORECASE) else method
-        calls[f"{verb} {re.sub(r'/ssebench-[^/?]+', '/<run>', url.split('?')[0])}"] += 1
+        calls[f"{method} {re.sub(r'/ssebench-[^/?]+', '/<run>', url.split('?')[0])}"] += 1
         return original_request(self, method, url, *args, **kwargs)
 
     def counted_websocket(self: Any, configuration: Any, url: str, *args: Any, **kwargs: Any):

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +57,12 @@ REQUEST_TIMEOUT = 30
 # An exec that sends nothing for this long is taken for a broken connection.
 EXEC_IDLE_SECONDS = 300
 POLL_SECONDS = 1.0
-# Waits watch the run's pods instead of listing them every POLL_SECONDS; one watch
-# request is held open at most this long, so a run of an hour costs about 120 requests
-# where polling cost 3,600.
-WATCH_SECONDS = 30.0
+# While a run's pod stays as it was, wait looks at it less often, up to this: a run of
+# an hour costs about 360 pod lists instead of 3,600. The process that started the run
+# sees its end at once all the same, by the end of the task container's log, which it
+# follows; another process sees it within this long. (A watch would cost less still,
+# but the Role grants no watch on pods.)
+POLL_MAX_SECONDS = 10.0
 # A run that never starts (spec, "Stopping and cleaning up").
 PULL_ERROR_SECONDS = 90.0
 NO_CONTAINER_SECONDS = 600.0
@@ -224,78 +226,20 @@ def _newest(pods: Iterable[Any]) -> Any | None:
     return max(candidates, key=lambda pod: pod.metadata.creation_timestamp or 0)
 
 
-def _pod_of_job(job: str) -> Callable[[list[Any]], Any | None]:
-    """Picks the newest of the pods that the Job job made."""
-    return lambda pods: _newest(
-        pod for pod in pods if (pod.metadata.labels or {}).get("job-name") == job
-    )
+@dataclass
+class _Pace:
+    """The pause before a wait's next look: POLL_SECONDS after the pod changed (or
+    first), then twice the last one while it stays the same, up to POLL_MAX_SECONDS."""
 
+    seen: object = field(default_factory=object)  # equal to no state
+    pause: float = POLL_SECONDS
 
-def _run_pods(namespace: str, run_id: str) -> _PodQuery:
-    return _PodQuery(
-        namespace,
-        label_selector=f"{manifests.MANAGED_BY}={manifests.MANAGED_BY_VALUE},{RUN_ID}={run_id}",
-    )
-
-
-@dataclass(frozen=True)
-class _PodQuery:
-    """The pods a wait looks at: a namespace and a label or field selector."""
-
-    namespace: str
-    label_selector: str = ""
-    field_selector: str = ""
-
-    def listing(self) -> tuple[list[Any], str | None]:
-        """The pods, and the version of the list (to watch for what comes after it)."""
-        found = self._list("Cannot list pods")
-        return list(found.items), getattr(found.metadata, "resource_version", None)
-
-    def _list(self, what: str, **options: Any) -> Any:
-        return _call(
-            what,
-            _api().core.list_namespaced_pod,
-            self.namespace,
-            label_selector=self.label_selector,
-            field_selector=self.field_selector,
-            **options,
-        )
-
-    def await_change(self, version: str | None, seconds: float) -> None:
-        """Return once one of the pods changed after version, or after seconds.
-
-        One watch request where polling would list the pods every POLL_SECONDS. It
-        waits at least min(POLL_SECONDS, seconds) in all, so a watch that keeps
-        ending at once (an expired version, an API error) is a poll, not a busy loop.
-        """
-        started = time.monotonic()
-        if version is not None and seconds >= 1:
-            self._watch(version, int(seconds))
-        rest = min(POLL_SECONDS, seconds) - (time.monotonic() - started)
-        if rest > 0:
-            time.sleep(rest)
-
-    def _watch(self, version: str, seconds: int) -> None:
-        try:
-            response = self._list(
-                "Cannot watch pods",
-                watch=True,
-                resource_version=version,
-                timeout_seconds=seconds,
-                _preload_content=False,
-                request_timeout=seconds + REQUEST_TIMEOUT,
-            )
-        except BackendError:
-            return  # the caller lists again; a lasting problem shows there
-        try:
-            # Any event is a change; what it says is read from the next list.
-            for _ in response.stream(1024):
-                break
-        except Exception:  # a watch cut short (timeout, reset) is the end of a wait
-            pass
-        finally:
-            response.close()
-            response.release_conn()
+    def after(self, state: object) -> float:
+        if state != self.seen:
+            self.seen, self.pause = state, POLL_SECONDS
+        else:
+            self.pause = min(self.pause * 2, POLL_MAX_SECONDS)
+        return self.pause
 
 
 def _iso(timestamp: Any) -> str | None:
@@ -354,6 +298,13 @@ def _start_output_thread(namespace: str, pod: str) -> None:
     thread.start()
 
 
+def _output_thread(namespace: str, pod: str) -> threading.Thread | None:
+    """The thread that follows the pod's output, while it does."""
+    with _log_threads_lock:
+        thread = _log_threads.get(f"{namespace}/{pod}")
+    return thread if thread is not None and thread.is_alive() else None
+
+
 def _drain_output(namespace: str, pod: str) -> None:
     with _log_threads_lock:
         thread = _log_threads.pop(f"{namespace}/{pod}", None)
@@ -407,8 +358,13 @@ class KubernetesBackend(Backend):
             _call(f"Cannot create the pod {name}", api.core.create_namespaced_pod, namespace, body)
             try:
                 self._wait_until_started(
-                    _PodQuery(namespace, field_selector=f"metadata.name={name}"),
-                    _newest,
+                    lambda: _call(
+                        f"Cannot read the pod {name}",
+                        api.core.read_namespaced_pod,
+                        name,
+                        namespace,
+                        missing_ok=True,
+                    ),
                     "copy",
                     f"the pod {name} that copies {path} out of {image}",
                 )
@@ -513,10 +469,7 @@ class KubernetesBackend(Backend):
                 details={"namespace": namespace, "keep": str(spec.keep).lower()},
             )
             pod = self._wait_until_started(
-                _run_pods(namespace, spec.run_id),
-                _pod_of_job(name),
-                manifests.TASK_CONTAINER,
-                f"the run {spec.run_id}",
+                lambda: self._pod(handle), manifests.TASK_CONTAINER, f"the run {spec.run_id}"
             )
         except BaseException:
             with contextlib.suppress(Exception):
@@ -537,20 +490,14 @@ class KubernetesBackend(Backend):
         return patch
 
     def _wait_until_started(
-        self,
-        query: _PodQuery,
-        pick: Callable[[list[Any]], Any | None],
-        container: str,
-        what: str,
+        self, find_pod: Callable[[], Any | None], container: str, what: str
     ) -> Any:
-        """The pod (pick of the query's pods) once container runs or has run;
-        BackendError with the pod's reason after PULL_ERROR_SECONDS of pull errors or
-        NO_CONTAINER_SECONDS without it."""
+        """The pod once container runs or has run; BackendError with the pod's reason
+        after PULL_ERROR_SECONDS of pull errors or NO_CONTAINER_SECONDS without it."""
         started = time.monotonic()
         pulling_since: float | None = None
         while True:
-            pods, version = query.listing()
-            pod = pick(pods)
+            pod = find_pod()
             now = time.monotonic()
             status = _container_status(pod, container) if pod is not None else None
             state = status.state if status is not None else None
@@ -577,22 +524,29 @@ class KubernetesBackend(Backend):
                     f"{_pending_reason(pod, container)}",
                     backend=self.name,
                 )
-            # Short enough to see the pull-error and start limits on time.
-            query.await_change(version, min(WATCH_SECONDS, PULL_ERROR_SECONDS / 3))
+            time.sleep(POLL_SECONDS)
 
     def _pods(self, namespace: str, selector: str) -> list[Any]:
-        return _PodQuery(namespace, label_selector=selector).listing()[0]
+        found = _call(
+            "Cannot list pods",
+            _api().core.list_namespaced_pod,
+            namespace,
+            label_selector=selector,
+        )
+        return list(found.items)
 
     def _pod(self, handle: RunHandle) -> Any | None:
         """The run's newest pod, or None."""
-        return self._pod_and_version(handle)[0]
-
-    def _pod_and_version(self, handle: RunHandle) -> tuple[Any | None, str | None]:
-        """The run's newest pod (or None), and the version of the list it is from."""
+        namespace = self._namespace_of(handle)
         if not is_label_value(handle.run_id):
-            return None, None
-        pods, version = _run_pods(self._namespace_of(handle), handle.run_id).listing()
-        return _pod_of_job(handle.name)(pods), version
+            return None
+        pods = self._pods(
+            namespace,
+            f"{manifests.MANAGED_BY}={manifests.MANAGED_BY_VALUE},{RUN_ID}={handle.run_id}",
+        )
+        return _newest(
+            pod for pod in pods if (pod.metadata.labels or {}).get("job-name") == handle.name
+        )
 
     def _job(self, handle: RunHandle) -> Any | None:
         return _call(
@@ -608,9 +562,9 @@ class KubernetesBackend(Backend):
         namespace = self._namespace_of(handle)
         deadline = None if timeout is None else time.monotonic() + timeout
         seen = False
-        query = _run_pods(namespace, handle.run_id)
+        pace = _Pace()
         while True:
-            pod, version = self._pod_and_version(handle)
+            pod = self._pod(handle)
             state, exit_code = _task_state(pod)
             if pod is not None and state == "exited" and exit_code is not None:
                 _drain_output(namespace, pod.metadata.name)
@@ -642,10 +596,17 @@ class KubernetesBackend(Backend):
                         )
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"The run {handle.run_id} did not end within {timeout} s")
-            pause = WATCH_SECONDS
+            # The output thread ends with the task container's log, when it exits.
+            output = _output_thread(namespace, pod.metadata.name) if pod is not None else None
+            pause = pace.after(
+                (pod.metadata.resource_version if pod is not None else None, output is not None)
+            )
             if deadline is not None:
                 pause = max(0.0, min(pause, deadline - time.monotonic()))
-            query.await_change(version, pause)
+            if output is not None:
+                output.join(pause)
+            else:
+                time.sleep(pause)
 
     def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
         pod = self._pod(handle)
@@ -760,9 +721,8 @@ class KubernetesBackend(Backend):
         namespace = self._namespace_of(handle)
         deadline = time.monotonic() + min(max(grace, 0.0), STOP_GRACE_SECONDS)
         signalled = False
-        query = _run_pods(namespace, handle.run_id)
         while True:
-            pod, version = self._pod_and_version(handle)
+            pod = self._pod(handle)
             state, _ = _task_state(pod)
             if state == "exited":
                 return
@@ -776,7 +736,7 @@ class KubernetesBackend(Backend):
                 _killed.add(f"{namespace}/{handle.name}")
                 self._remove(namespace, handle.name, handle.run_id, wait=False)
                 return
-            query.await_change(version, min(WATCH_SECONDS, deadline - time.monotonic()))
+            time.sleep(0.5)
 
     def cleanup(self, handle: RunHandle) -> None:
         if handle.details.get("keep") == "true":
@@ -794,10 +754,10 @@ class KubernetesBackend(Backend):
     ) -> None:
         """Delete what the run made (only what this call names); pods with the Job."""
         api = _api()
-        query = _run_pods(namespace, run_id)
+        selector = f"{manifests.MANAGED_BY}={manifests.MANAGED_BY_VALUE},{RUN_ID}={run_id}"
         pods = [
             pod
-            for pod in (query.listing()[0] if is_label_value(run_id) else [])
+            for pod in (self._pods(namespace, selector) if is_label_value(run_id) else [])
             if (pod.metadata.labels or {}).get("job-name") == name
         ]
         portforward.end(namespace, [pod.metadata.name for pod in pods])
@@ -829,10 +789,10 @@ class KubernetesBackend(Backend):
             )
         deadline = time.monotonic() + CLEANUP_WAIT_SECONDS
         while wait and pods and time.monotonic() < deadline:
-            found, version = query.listing()
-            if not {pod.metadata.name for pod in found} & {pod.metadata.name for pod in pods}:
+            remaining = {pod.metadata.name for pod in self._pods(namespace, selector)}
+            if not remaining & {pod.metadata.name for pod in pods}:
                 break
-            query.await_change(version, deadline - time.monotonic())
+            time.sleep(0.5)
 
     # -- finding runs ----------------------------------------------------------------
 

@@ -1,0 +1,114 @@
+"""How often the Kubernetes backend looks at a run's pod while it waits, and the limits
+of a run that never starts, with a clock that the waits move on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from ssebench.backends.kubernetes import backend, manifests
+from ssebench.backends.kubernetes.backend import POLL_MAX_SECONDS, POLL_SECONDS, _Pace
+from ssebench.extensions import RunHandle
+
+
+class Clock:
+    """time.monotonic and time.sleep for the backend: a sleep moves the clock on."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    clock = Clock()
+    monkeypatch.setattr(backend.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(backend.time, "sleep", clock.sleep)
+    return clock
+
+
+def pod(version: str, *, waiting: str | None = None, exit_code: int | None = None) -> Any:
+    state = SimpleNamespace(
+        running=None if waiting or exit_code is not None else SimpleNamespace(),
+        terminated=None if exit_code is None else SimpleNamespace(exit_code=exit_code),
+        waiting=SimpleNamespace(reason=waiting, message="no such image") if waiting else None,
+    )
+    return SimpleNamespace(
+        metadata=SimpleNamespace(name="p", resource_version=version, deletion_timestamp=None),
+        status=SimpleNamespace(
+            phase="Pending" if waiting else "Running",
+            reason=None,
+            conditions=[],
+            container_statuses=[SimpleNamespace(name=manifests.TASK_CONTAINER, state=state)],
+        ),
+    )
+
+
+def test_the_pace_slows_while_nothing_changes_and_is_quick_after_a_change() -> None:
+    pace = _Pace()
+    pauses = [pace.after(state) for state in ["a", "a", "a", "a", "a", "a", "b", "b"]]
+    assert pauses == [1, 2, 4, 8, POLL_MAX_SECONDS, POLL_MAX_SECONDS, 1, 2]
+    assert POLL_SECONDS == 1
+
+
+class OutputThread:
+    """Stands in for the thread that follows the pod's log; it ends on a given join."""
+
+    def __init__(self, clock: Clock, ends_at_join: int) -> None:
+        self.clock = clock
+        self.joins: list[float] = []
+        self.ends_at_join = ends_at_join
+
+    def is_alive(self) -> bool:
+        return len(self.joins) < self.ends_at_join
+
+    def join(self, timeout: float) -> None:
+        self.joins.append(timeout)
+        self.clock.now += timeout if self.is_alive() else timeout / 2
+
+
+def test_wait_wakes_when_the_output_ends_and_looks_again_soon(
+    monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    # Running for four looks; the log ends during the fourth wait; the pod's status
+    # still says running once (the kubelet updates it a moment later), then exited.
+    pods: Iterator[Any] = iter([pod("1")] * 5 + [pod("2", exit_code=7)])
+    kubernetes = backend.KubernetesBackend()
+    monkeypatch.setattr(kubernetes, "_pod", lambda handle: next(pods))
+    monkeypatch.setattr(backend, "_drain_output", lambda namespace, name: None)
+    output = OutputThread(clock, ends_at_join=4)
+    monkeypatch.setitem(backend._log_threads, "ns/p", output)  # type: ignore[arg-type]
+    handle = RunHandle(
+        backend="kubernetes", run_id="r", name="ssebench-r", details={"namespace": "ns"}
+    )
+    assert kubernetes.wait(handle, None) == 7
+    assert output.joins == [1, 2, 4, 8]  # slower while nothing changed, woken by the end
+    assert clock.sleeps == [1]  # the output's end is a change: the next look is soon
+
+
+@pytest.mark.parametrize(
+    ("waiting", "limit", "message"),
+    [
+        ("ErrImagePull", backend.PULL_ERROR_SECONDS, "cannot pull its image: ErrImagePull"),
+        ("ContainerCreating", backend.NO_CONTAINER_SECONDS, "did not start within 600 s"),
+    ],
+)
+def test_a_run_that_never_starts_fails_on_time_with_the_pods_reason(
+    clock: Clock, waiting: str, limit: float, message: str
+) -> None:
+    started = clock.now
+    with pytest.raises(backend.BackendError, match=message):
+        backend.KubernetesBackend()._wait_until_started(
+            lambda: pod("1", waiting=waiting), manifests.TASK_CONTAINER, "the run r"
+        )
+    assert limit <= clock.now - started <= limit + POLL_SECONDS
