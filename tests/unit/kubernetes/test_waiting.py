@@ -112,3 +112,19 @@ def test_a_run_that_never_starts_fails_on_time_with_the_pods_reason(
             lambda: pod("1", waiting=waiting), manifests.TASK_CONTAINER, "the run r"
         )
     assert limit <= clock.now - started <= limit + POLL_SECONDS
+
+
+def test_stop_signals_once_and_paces_its_looks_until_the_container_exits(
+    monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    pods: Iterator[Any] = iter([pod("1"), pod("1"), pod("1"), pod("2", exit_code=143)])
+    kubernetes = backend.KubernetesBackend()
+    monkeypatch.setattr(kubernetes, "_pod", lambda handle: next(pods))
+    signals: list[tuple[str, str, str]] = []
+    monkeypatch.setattr(kubernetes, "_signal", lambda *where: signals.append(where))
+    handle = RunHandle(
+        backend="kubernetes", run_id="r", name="ssebench-r", details={"namespace": "ns"}
+    )
+    kubernetes.stop(handle, grace=20)
+    assert signals == [("ns", "p", manifests.TASK_CONTAINER)]
+    assert clock.sleeps == [1, 2, 4]

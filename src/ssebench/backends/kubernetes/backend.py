@@ -305,6 +305,22 @@ def _output_thread(namespace: str, pod: str) -> threading.Thread | None:
     return thread if thread is not None and thread.is_alive() else None
 
 
+def _rest(namespace: str, pod: Any | None, pace: _Pace, deadline: float | None) -> None:
+    """Pause before the next look at the run's pod: as pace says, to deadline at most,
+    and no longer than the output thread follows the task container's log (which ends
+    when the container exits)."""
+    output = _output_thread(namespace, pod.metadata.name) if pod is not None else None
+    pause = pace.after(
+        (pod.metadata.resource_version if pod is not None else None, output is not None)
+    )
+    if deadline is not None:
+        pause = max(0.0, min(pause, deadline - time.monotonic()))
+    if output is not None:
+        output.join(pause)
+    else:
+        time.sleep(pause)
+
+
 def _drain_output(namespace: str, pod: str) -> None:
     with _log_threads_lock:
         thread = _log_threads.pop(f"{namespace}/{pod}", None)
@@ -596,17 +612,7 @@ class KubernetesBackend(Backend):
                         )
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"The run {handle.run_id} did not end within {timeout} s")
-            # The output thread ends with the task container's log, when it exits.
-            output = _output_thread(namespace, pod.metadata.name) if pod is not None else None
-            pause = pace.after(
-                (pod.metadata.resource_version if pod is not None else None, output is not None)
-            )
-            if deadline is not None:
-                pause = max(0.0, min(pause, deadline - time.monotonic()))
-            if output is not None:
-                output.join(pause)
-            else:
-                time.sleep(pause)
+            _rest(namespace, pod, pace, deadline)
 
     def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
         pod = self._pod(handle)
@@ -721,6 +727,7 @@ class KubernetesBackend(Backend):
         namespace = self._namespace_of(handle)
         deadline = time.monotonic() + min(max(grace, 0.0), STOP_GRACE_SECONDS)
         signalled = False
+        pace = _Pace()
         while True:
             pod = self._pod(handle)
             state, _ = _task_state(pod)
@@ -736,7 +743,7 @@ class KubernetesBackend(Backend):
                 _killed.add(f"{namespace}/{handle.name}")
                 self._remove(namespace, handle.name, handle.run_id, wait=False)
                 return
-            time.sleep(0.5)
+            _rest(namespace, pod, pace, deadline)
 
     def cleanup(self, handle: RunHandle) -> None:
         if handle.details.get("keep") == "true":
@@ -788,6 +795,7 @@ class KubernetesBackend(Backend):
                 run_id=run_id,
             )
         deadline = time.monotonic() + CLEANUP_WAIT_SECONDS
+        # A short, quick poll: the caller (and a run's wall time) waits on it.
         while wait and pods and time.monotonic() < deadline:
             remaining = {pod.metadata.name for pod in self._pods(namespace, selector)}
             if not remaining & {pod.metadata.name for pod in pods}:
