@@ -143,7 +143,8 @@ class AgentSide(Role):
             self._report(link, None, False)
             return EXIT_SETUP_ERROR
 
-        watcher = threading.Thread(target=self._watch, args=(link,), daemon=True)
+        agent_ended = threading.Event()
+        watcher = threading.Thread(target=self._watch, args=(link, agent_ended), daemon=True)
         watcher.start()
         status, timed_out = supervise_agent(
             self.argv,
@@ -158,6 +159,10 @@ class AgentSide(Role):
             redactor=self.redactor,
             on_started=lambda: self._send(link, {"type": "started", "command": self.argv}),
         )
+        # The watcher is done with the link before it is closed: it looks at agent_ended
+        # between receives, which wait 0.25 s at most.
+        agent_ended.set()
+        watcher.join()
         self._report(link, status, timed_out)
         if self.stop_signal is not None:
             return 128 + self.stop_signal
@@ -175,13 +180,13 @@ class AgentSide(Role):
                 self._stop(signal.SIGTERM)
         return None
 
-    def _watch(self, link: AgentLink) -> None:
+    def _watch(self, link: AgentLink, agent_ended: threading.Event) -> None:
         """While the agent runs: a stop from the environment, or its end, stops it."""
-        while not self.stop_event.is_set():
+        while not (self.stop_event.is_set() or agent_ended.is_set()):
             try:
                 message = link.receive(0.25)
             except LinkClosed as closed:
-                if not self.stop_event.is_set():
+                if not (self.stop_event.is_set() or agent_ended.is_set()):
                     self.log.line(f"the environment container is gone ({closed})")
                     self._stop(signal.SIGTERM)
                 return

@@ -63,8 +63,8 @@ class _Channel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            self._sock.settimeout(remaining)
             try:
+                self._sock.settimeout(remaining)
                 chunk = self._sock.recv(65536)
             except TimeoutError:
                 return None
