@@ -149,6 +149,19 @@ def run_docker(
     return completed
 
 
+# A CA bundle that a build's pip needs to reach the package index on some machines;
+# the Dockerfiles take it from build-ca/ca-bundle.crt and leave it out of the image.
+BUILD_CA_VARIABLE = "SSEBENCH_BUILD_CA_BUNDLE"
+
+
+def add_build_ca(context: Path) -> None:
+    """Put $SSEBENCH_BUILD_CA_BUNDLE (else $PIP_CERT), when set, into the build context."""
+    bundle = os.environ.get(BUILD_CA_VARIABLE) or os.environ.get("PIP_CERT")
+    if bundle and Path(bundle).is_file():
+        (context / "build-ca").mkdir(exist_ok=True)
+        shutil.copyfile(bundle, context / "build-ca" / "ca-bundle.crt")
+
+
 def failure_reason(completed: subprocess.CompletedProcess[str]) -> str:
     """The last line docker wrote to stderr: the one that says what went wrong."""
     lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]

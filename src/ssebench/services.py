@@ -7,7 +7,6 @@ context made here from the checkout, so only what the image needs is sent to the
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -15,10 +14,9 @@ from pathlib import Path
 
 from ssebench import __version__
 from ssebench.errors import UserError
-from ssebench.images import failure_reason, run_docker
+from ssebench.images import add_build_ca, failure_reason, run_docker
 
 SERVICES = ("litellm", "catalog", "webui", "postgres")
-CA_BUNDLE_VARIABLE = "SSEBENCH_BUILD_CA_BUNDLE"
 BUILD_TIMEOUT_SECONDS = 1800.0
 
 
@@ -45,17 +43,15 @@ def _litellm(root: Path, context: Path, database: bool) -> BuildArguments:
     from ssebench.proxy.stack import LocalStack
 
     stack = LocalStack(root / "deploy" / "compose", database=database)
-    base = stack.images()["litellm"]
-    if run_docker(["image", "inspect", base]).returncode != 0:
-        try:
-            base = stack.build(services=("litellm",))["litellm"]
-        except UserError as error:
-            if not database:
-                raise
-            raise UserError(
-                f"{error}. For the Helm chart: `ssebench images build-services "
-                "--no-database`, and install with litellm.database=false"
-            ) from None
+    try:
+        base = stack.build(services=("litellm",))["litellm"]  # at once when it exists
+    except UserError as error:
+        if not database:
+            raise
+        raise UserError(
+            f"{error}. For the Helm chart: `ssebench images build-services "
+            "--no-database`, and install with litellm.database=false"
+        ) from None
     text = ModelCatalog.load(root / "models").litellm_config_text()
     (context / "config.yaml").write_text(text, encoding="utf-8")
     return {"BASE_IMAGE": base}
@@ -115,9 +111,7 @@ def build_service(
     with tempfile.TemporaryDirectory(prefix="ssebench-service-") as scratch:
         context = Path(scratch)
         (context / "build-ca").mkdir()
-        bundle = os.environ.get(CA_BUNDLE_VARIABLE) or os.environ.get("PIP_CERT")
-        if bundle and Path(bundle).is_file():
-            shutil.copyfile(bundle, context / "build-ca" / "ca-bundle.crt")
+        add_build_ca(context)
         arguments = CONTEXTS[name](root, context, database)
         dockerfile = root / "deploy" / "images" / f"{name}.Dockerfile"
         options = [f"--build-arg={key}={value}" for key, value in arguments.items()]

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ssebench.errors import UserError
 from ssebench.extensions import ProxyEndpoint
-from ssebench.images import failure_reason, run_docker
+from ssebench.images import add_build_ca, failure_reason, run_docker
 
 from .models import MASTER_KEY_VARIABLE, ModelCatalog
 
@@ -36,7 +36,6 @@ PORT_VARIABLE = "SSEBENCH_PROXY_PORT"
 DEFAULT_PORT = 4000
 COMPOSE_DIR_VARIABLE = "SSEBENCH_COMPOSE_DIR"
 DATABASE_VARIABLE = "SSEBENCH_PROXY_DATABASE"
-CA_BUNDLE_VARIABLE = "SSEBENCH_BUILD_CA_BUNDLE"
 BASE_FILE = "docker-compose.yml"
 DATABASE_FILE = "docker-compose.database.yml"
 READY_TIMEOUT_SECONDS = 180.0
@@ -202,9 +201,7 @@ class LocalStack:
             with tempfile.TemporaryDirectory(prefix="ssebench-build-") as scratch:
                 context = Path(scratch) / "context"
                 shutil.copytree(self.compose_dir / IMAGES[service][0], context)
-                bundle = os.environ.get(CA_BUNDLE_VARIABLE) or os.environ.get("PIP_CERT")
-                if bundle and Path(bundle).is_file():
-                    shutil.copyfile(bundle, context / "build-ca" / "ca-bundle.crt")
+                add_build_ca(context)
                 arguments = (
                     ["--build-arg", PRISMA_BUILD_ARGUMENT]
                     if image.endswith(PRISMA_TAG_SUFFIX)
