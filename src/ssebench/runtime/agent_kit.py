@@ -43,6 +43,10 @@ DEADLINE_MARGIN_SECONDS = 10
 # The name every agent's configuration gives the MCP server of the tool layer.
 MCP_SERVER_NAME = "ssebench"
 EXIT_CODES = {"success": 0, "timeout": 124}
+# The wrapper's exit status when the run's model could not be used (the proxy answered
+# an error, the budget is spent): the runtime records such a run as `error`, not as a
+# failed attempt, with the reason of the agent's last `complete` event.
+EXIT_MODEL_ERROR = 3
 # Variables an upstream agent may see from the wrapper's own environment: the
 # toolchain's, never a key. Each wrapper adds the settings of its own agent.
 PASSED_VARIABLES = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR")
@@ -210,14 +214,18 @@ def _stop_group(process: subprocess.Popen[str]) -> None:
             continue
 
 
-def finish(status: str, reason: str, started: float) -> int:
-    """Post the `complete` event; the wrapper's exit code (0, 124 on timeout, else 1)."""
-    post_event(
-        {
-            "type": "complete",
-            "status": status,
-            "reason": reason,
-            "seconds": round(time.monotonic() - started, 1),
-        }
-    )
+def finish(status: str, reason: str, started: float, *, model_error: bool = False) -> int:
+    """Post the `complete` event; the wrapper's exit code: 0, 124 on timeout,
+    EXIT_MODEL_ERROR when the model could not be used (model_error), else 1."""
+    event: dict[str, Any] = {
+        "type": "complete",
+        "status": status,
+        "reason": reason,
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    if model_error:
+        event["model_error"] = True
+    post_event(event)
+    if model_error:
+        return EXIT_MODEL_ERROR
     return EXIT_CODES.get(status, 1)
