@@ -4,8 +4,11 @@
     result.json     the grade, written by the evaluator in the container; the runner
                     adds the run's settings under "config"
     summary.json    written by the runner, always
+    harness-events.jsonl   the runtime's own dialog events, where the agent cannot write
     final.patch, agent.log, daemon.log, evaluator.log, entrypoint.log
     archive/        the agent's own files, with dialog.jsonl
+
+Everything in it is read through ssebench.run_files (never following a link).
 <results>/<task>/<model>/<agent>/latest -> <newest run id>
 """
 
@@ -21,10 +24,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ssebench import run_files
 from ssebench.errors import UserError
 
 RESULT_FILE = "result.json"
 SUMMARY_FILE = "summary.json"
+HARNESS_EVENTS_FILE = "harness-events.jsonl"
 ARCHIVE_DIR = "archive"
 LATEST_LINK = "latest"
 NO_MODEL = "none"
@@ -112,11 +117,8 @@ class RunDirectory:
 
     def read_result(self) -> dict[str, Any] | None:
         """The grade the container wrote, or None when there is none usable."""
-        try:
-            data = json.loads(self.result_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        if not isinstance(data, dict) or data.get("status") not in STATUSES:
+        data = read_json(self.result_file)
+        if data is None or data.get("status") not in STATUSES:
             return None
         return data
 
@@ -129,11 +131,9 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    """A JSON object in a run directory (path is <run dir>/<name>), or None when it is
+    missing, not an object, too large, or not a regular file reached without a link."""
+    return run_files.read_json_object(path.parent, path.name)
 
 
 def iter_summaries(root: Path) -> Iterator[tuple[Path, dict[str, Any]]]:

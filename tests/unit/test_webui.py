@@ -425,7 +425,7 @@ def test_a_running_run_from_its_daemon(client: Any) -> None:
 
 def test_stop_and_remove_reach_the_backend(client: Any) -> None:
     web, backend = client
-    assert web.post("/api/runs/live-1/stop", headers=AUTH).status_code == 202
+    assert web.post("/api/runs/live-1/stop", headers=AUTH, json={}).status_code == 202
     deadline = time.monotonic() + 10
     while not backend.stopped and time.monotonic() < deadline:
         time.sleep(0.05)

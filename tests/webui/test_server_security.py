@@ -8,6 +8,8 @@ import base64
 import http.client
 import json
 import os
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -148,3 +150,54 @@ def test_hosted_mode_refuses_the_launcher_and_terminal(hosted: Server, tmp_path:
     assert hosted.get("/api/runs", GOOD)[0] == 200
     # Nothing was launched: no launch folder was made.
     assert not (hosted.results / ".webui").exists()
+
+
+POSTS = [path for method, path in ROUTES if method == "POST"]
+
+
+@pytest.mark.parametrize("path", POSTS)
+def test_a_post_needs_the_json_content_type(full: Server, path: str) -> None:
+    body = json.dumps({"task": "py-semver-prerelease", "agent": "dummy"}).encode()
+    for content_type in (
+        None,
+        "text/plain",
+        "application/x-www-form-urlencoded",
+        "multipart/form-data; boundary=x",
+    ):
+        headers = dict(GOOD)
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        status, answer = request(full.url + path, method="POST", headers=headers, body=body)
+        assert status == 415 and "application/json" in answer["error"], content_type
+
+
+def raw_post(server: Server, head: list[str], first_bytes: bytes) -> tuple[str, float]:
+    """Send a POST's head and only the first bytes of its body; the status line the
+    server answers with, and how long it took, while the rest of the body never comes."""
+    address = urlsplit(server.url)
+    lines = [
+        "POST /api/runs HTTP/1.1",
+        f"Host: {address.netloc}",
+        f"Authorization: Bearer {TOKEN}",
+        "Content-Type: application/json",
+        *head,
+    ]
+    started = time.monotonic()
+    with socket.create_connection((address.hostname, address.port), timeout=20) as connection:
+        connection.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + first_bytes)
+        answer = connection.recv(4096)
+    return answer.split(b"\r\n", 1)[0].decode(), time.monotonic() - started
+
+
+def test_a_huge_declared_body_is_refused_without_reading_it(full: Server) -> None:
+    # 10 GB announced, 1 KB sent: an answer proves the server did not wait for the rest.
+    status, seconds = raw_post(full, ["Content-Length: 10000000000"], b"{" + b" " * 1023)
+    assert status.split()[1] == "413" and seconds < 5, (status, seconds)
+
+
+def test_a_body_without_a_length_is_cut_at_the_cap(full: Server) -> None:
+    chunk = b" " * 20 * 1024  # above the 16 KiB cap; the chunked stream never ends
+    status, seconds = raw_post(
+        full, ["Transfer-Encoding: chunked"], f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
+    )
+    assert status.split()[1] == "413" and seconds < 5, (status, seconds)

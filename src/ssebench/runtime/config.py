@@ -67,6 +67,11 @@ class Layout:
         return self.archive / "dialog.jsonl"
 
     @property
+    def harness_events_file(self) -> Path:
+        """The runtime's own dialog events, where the agent cannot write."""
+        return self.results / "harness-events.jsonl"
+
+    @property
     def private_dir(self) -> Path:
         """Root-only: what no task command may read or change."""
         return self.grade_root / "private"

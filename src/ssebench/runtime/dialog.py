@@ -3,6 +3,10 @@
 The daemon is its only writer. The archive directory belongs to the agent, so the
 file is opened once, without following links, and kept open: if the agent swaps
 the name for a link to somewhere else, root's writes still go to the original file.
+
+Because the agent can still replace or rewrite archive/dialog.jsonl, the runtime's own
+events (RUNTIME_EVENT_TYPES) also go to harness_copy, a file in the run directory that
+the agent cannot reach: the host shows harness events only from there.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ class EventError(ValueError):
 
 
 class Dialog:
-    def __init__(self, path: Path, redactor: Redactor) -> None:
+    def __init__(self, path: Path, redactor: Redactor, harness_copy: Path | None = None) -> None:
         self.path = path
         self._redactor = redactor
         self._lock = threading.Lock()
@@ -48,6 +52,13 @@ class Dialog:
             self._events = _read_events(fd)
         os.fchmod(fd, 0o644)
         self._fd = fd
+        self._harness_fd = -1
+        if harness_copy is not None:
+            try:
+                self._harness_fd = os.open(harness_copy, flags | os.O_CREAT, 0o644)
+            except OSError:
+                os.close(fd)
+                raise
 
     @property
     def last_seq(self) -> int:
@@ -55,7 +66,11 @@ class Dialog:
             return self._events[-1]["seq"] if self._events else 0
 
     def append(self, event_type: str, /, **fields: Any) -> dict[str, Any]:
-        """Record an event; seq and ts are the dialog's, whatever the fields say."""
+        """Record an event of the runtime's own; also in the harness copy."""
+        return self._append(event_type, fields, harness=True)
+
+    def _append(self, event_type: str, fields: dict[str, Any], *, harness: bool) -> dict[str, Any]:
+        """seq and ts are the dialog's, whatever the fields say."""
         fields = self._redact(fields)
         with self._lock:
             event: dict[str, Any] = {
@@ -65,10 +80,9 @@ class Dialog:
             }
             event.update((k, v) for k, v in fields.items() if k not in event)
             line = json.dumps(event, separators=(",", ":")) + "\n"
-            data = line.encode()
-            view = memoryview(data)
-            while view:
-                view = view[os.write(self._fd, view) :]
+            _write_all(self._fd, line.encode())
+            if harness and self._harness_fd >= 0:
+                _write_all(self._harness_fd, line.encode())
             self._events.append(event)
             return event
 
@@ -85,7 +99,7 @@ class Dialog:
             raise EventError(f"an event may have at most {MAX_EVENT_BYTES} bytes")
         fields = {k: v for k, v in body.items() if k not in ("seq", "ts", "type")}
         fields["source"] = "agent"
-        return self.append(event_type, **fields)
+        return self._append(event_type, fields, harness=False)
 
     def since(self, seq: int) -> tuple[list[dict[str, Any]], int]:
         """Events after ``seq``, and the seq to ask from next time."""
@@ -96,9 +110,10 @@ class Dialog:
 
     def close(self) -> None:
         with self._lock:
-            if self._fd >= 0:
-                os.close(self._fd)
-                self._fd = -1
+            for fd in (self._fd, self._harness_fd):
+                if fd >= 0:
+                    os.close(fd)
+            self._fd = self._harness_fd = -1
 
     def _redact(self, value: Any) -> Any:
         if isinstance(value, str):
@@ -108,6 +123,12 @@ class Dialog:
         if isinstance(value, list | tuple):
             return [self._redact(v) for v in value]
         return value
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _read_events(fd: int) -> list[dict[str, Any]]:

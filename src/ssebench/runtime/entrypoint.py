@@ -230,7 +230,9 @@ class Entrypoint(Role):
         chown_tree(task.source_dir, accounts.agent)
         make_directory(layout.socket_dir, None, 0o755)
 
-        self.dialog = Dialog(layout.dialog_file, self.redactor)
+        self.dialog = Dialog(
+            layout.dialog_file, self.redactor, harness_copy=layout.harness_events_file
+        )
         self.daemon = Daemon(
             task=task,
             difficulty=self.settings.difficulty,

@@ -11,6 +11,8 @@ GET    /api/runs/{id}/diff              its patch, as now (running) or as graded
 GET    /api/runs/{id}/logs?file=NAME    a log file of its run directory
 GET    /api/runs/{id}/logs?since=N      its container's output from line N on
 POST   /api/runs/{id}/stop              stop it (it is graded and recorded)
+
+Every POST takes Content-Type application/json and at most MAX_BODY_BYTES (json_body).
 DELETE /api/runs/{id}                   remove its containers
 GET    /api/launch                      what the launcher offers
 WS     /api/runs/{id}/terminal          a shell in its container
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from importlib.resources import files
 from pathlib import Path
@@ -77,6 +80,36 @@ def _api(handler: Handler) -> Handler:
             return _json({"error": str(error)}, 502)
 
     return handle
+
+
+async def json_body(request: Request) -> Any:
+    """The request's JSON body (None when empty), for every POST route.
+
+    Only application/json (415 otherwise): a page of another site cannot send that type
+    without a preflight, and a form cannot send it at all. A body larger than
+    MAX_BODY_BYTES is refused (413) from its Content-Length before a byte is read, or
+    as soon as the stream passes the cap when no length was declared.
+    """
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    if media_type != "application/json":
+        raise ApiError(415, "Send the body as Content-Type: application/json")
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            raise ApiError(400, "Content-Length must be a whole number")
+        if int(declared) > MAX_BODY_BYTES:
+            raise ApiError(413, f"The request is larger than {MAX_BODY_BYTES} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > MAX_BODY_BYTES:
+            raise ApiError(413, f"The request is larger than {MAX_BODY_BYTES} bytes")
+    if not body.strip():
+        return None
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        raise ApiError(400, "The body must be JSON") from None
 
 
 def _integer(request: Request, name: str, default: int) -> int:
@@ -216,13 +249,7 @@ class WebUI:
 
     async def launch(self, request: Request) -> Response:
         self._not_hosted("the launcher")
-        body = await request.body()
-        if len(body) > MAX_BODY_BYTES:
-            raise ApiError(413, "The request is too large")
-        try:
-            data = await request.json()
-        except ValueError:
-            raise ApiError(400, "The body must be JSON") from None
+        data = await json_body(request)
         if not isinstance(data, dict):
             raise ApiError(400, "The body must be a JSON object")
         values: dict[str, str | None] = {}
@@ -248,6 +275,7 @@ class WebUI:
 
     async def stop(self, request: Request) -> Response:
         self._not_hosted("stopping runs")
+        await json_body(request)  # no fields, but the same rules as every POST
         record = await self._record(request)
         if self.launcher.interrupt(record.run_id):
             # Its runner stops the container, waits for the grade and records the run.

@@ -54,8 +54,8 @@ class RunRecord:
         return self.live is not None and self.live.state == "running"
 
 
-def _seconds_since(timestamp: str | None) -> float | None:
-    if not timestamp:
+def _seconds_since(timestamp: Any) -> float | None:
+    if not timestamp or not isinstance(timestamp, str):
         return None
     try:
         moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
@@ -66,10 +66,16 @@ def _seconds_since(timestamp: str | None) -> float | None:
     return max(0.0, (datetime.now(UTC) - moment).total_seconds())
 
 
+def mapping(value: Any) -> dict[str, Any]:
+    """value if it is a JSON object, else an empty one: a field of the wrong type in a
+    summary must not break the page."""
+    return value if isinstance(value, dict) else {}
+
+
 def row(record: RunRecord) -> dict[str, Any]:
     """The list's view of a run: what the table shows and sorts on."""
     summary = record.summary or {}
-    config = summary.get("config") or {}
+    config = mapping(summary.get("config"))
     live_labels = dict(record.live.labels) if record.live else {}
     state: str
     if record.live is not None:
@@ -78,7 +84,7 @@ def row(record: RunRecord) -> dict[str, Any]:
         state = "starting"
     else:
         state = "finished"
-    duration = (summary.get("durations") or {}).get("total")
+    duration = mapping(summary.get("durations")).get("total")
     started_at = summary.get("started_at") or (record.live.created_at if record.live else None)
     if duration is None and record.running:
         duration = _seconds_since(started_at)
@@ -124,7 +130,7 @@ class ResultsIndex:
             if path.parent.is_symlink():  # the `latest` link
                 continue
             try:
-                modified = path.stat().st_mtime_ns
+                modified = path.lstat().st_mtime_ns
             except OSError:
                 continue
             cached = self._files.get(path)

@@ -19,19 +19,18 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from ssebench import run_files
 from ssebench.errors import SsebenchError
 from ssebench.extensions import Backend, RunInfo
 from ssebench.results import ARCHIVE_DIR, RESULT_FILE, read_json
-from ssebench.webui.catalog import RunRecord, row
+from ssebench.webui.catalog import RunRecord, mapping, row
+from ssebench.webui.dialog import dialog_from_daemon, dialog_from_files
 
 DAEMON_PORT = 4263
 DAEMON_TIMEOUT = 5.0
 ENDPOINT_SECONDS = 30.0
 LOG_FILES = ("agent.log", "entrypoint.log", "daemon.log", "evaluator.log")
-FILE_LIMIT = 2 * 1024 * 1024
-DIALOG_BATCH = 500
 LOG_LINES_KEPT = 20_000
-DIALOG_FILE = "dialog.jsonl"
 PATCH_FILE = "final.patch"
 
 
@@ -80,37 +79,6 @@ def _get_json(url: str) -> Any:
         raise DaemonUnreachable(type(error).__name__) from None
 
 
-def read_tail(path: Path, limit: int = FILE_LIMIT) -> tuple[str, bool]:
-    """The last limit bytes of a file as text, and whether it was cut."""
-    try:
-        with path.open("rb") as handle:
-            size = handle.seek(0, 2)
-            handle.seek(max(0, size - limit))
-            return handle.read().decode("utf-8", errors="replace"), size > limit
-    except OSError:
-        return "", False
-
-
-def dialog_from_file(run_dir: Path | None, since: int) -> dict[str, Any]:
-    events: list[dict[str, Any]] = []
-    if run_dir is not None:
-        try:
-            with (run_dir / ARCHIVE_DIR / DIALOG_FILE).open(encoding="utf-8") as lines:
-                for line in lines:
-                    try:
-                        event = json.loads(line)
-                    except ValueError:
-                        continue  # a line being written
-                    if isinstance(event, dict) and int(event.get("seq", 0)) > since:
-                        events.append(event)
-                        if len(events) >= DIALOG_BATCH:
-                            break
-        except OSError:
-            pass
-    last = int(events[-1].get("seq", since)) if events else since
-    return {"events": events, "next": last, "more": len(events) >= DIALOG_BATCH}
-
-
 class Watcher:
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
@@ -119,7 +87,7 @@ class Watcher:
 
     async def detail(self, record: RunRecord) -> dict[str, Any]:
         summary = record.summary or {}
-        grade = summary.get("grade")
+        grade = mapping(summary.get("grade")) or None
         phase = None
         if record.running and record.live is not None:
             try:
@@ -129,10 +97,12 @@ class Watcher:
                     grade = await self.daemons.get(record.live, "/result")
             except DaemonUnreachable:
                 pass
-        if grade is None and record.run_dir is not None:
-            # The container's grade, before the runner has recorded the run.
-            grade = read_json(record.run_dir / RESULT_FILE)
-        settings = summary.get("config") or (dict(record.live.labels) if record.live else {})
+        files = await asyncio.to_thread(_files_of, record.run_dir, grade is None)
+        if grade is None:
+            grade = files.pop("result")
+        settings = mapping(summary.get("config")) or (
+            dict(record.live.labels) if record.live else {}
+        )
         return {
             **row(record),
             "phase": phase,
@@ -143,11 +113,8 @@ class Watcher:
             "stopped": summary.get("stopped"),
             "name": record.live.name if record.live else None,
             "run_dir": str(record.run_dir) if record.run_dir else None,
-            "log_files": [
-                name
-                for name in LOG_FILES
-                if record.run_dir is not None and (record.run_dir / name).is_file()
-            ],
+            "log_files": files["log_files"],
+            "archive": files["archive"],
         }
 
     async def dialog(self, record: RunRecord, since: int) -> dict[str, Any]:
@@ -155,16 +122,10 @@ class Watcher:
             try:
                 answer = await self.daemons.get(record.live, f"/dialog?since={since}")
                 if isinstance(answer, dict):
-                    events = answer.get("events") or []
-                    return {
-                        "events": events,
-                        "next": answer.get("next", since),
-                        "more": False,
-                        "live": True,
-                    }
+                    return {**dialog_from_daemon(answer, since), "live": True}
             except DaemonUnreachable:
                 pass
-        found = await asyncio.to_thread(dialog_from_file, record.run_dir, since)
+        found = await asyncio.to_thread(dialog_from_files, record.run_dir, since)
         return {**found, "live": record.running}
 
     async def diff(self, record: RunRecord) -> dict[str, Any]:
@@ -176,20 +137,55 @@ class Watcher:
             except DaemonUnreachable:
                 pass
         if record.run_dir is None:
-            return {"diff": "", "live": record.running, "truncated": False}
-        text, cut = await asyncio.to_thread(read_tail, record.run_dir / PATCH_FILE)
-        return {"diff": text, "live": False, "truncated": cut}
+            return {"diff": "", "live": record.running, "truncated": False, "problem": None}
+        # The patch's start: a cut patch still shows its first files whole.
+        text, cut, problem = await asyncio.to_thread(
+            run_files.read_text, record.run_dir, PATCH_FILE
+        )
+        return {"diff": text, "live": False, "truncated": cut, "problem": problem}
 
     async def log_file(self, record: RunRecord, name: str) -> dict[str, Any]:
         if name not in LOG_FILES or record.run_dir is None:
-            return {"text": "", "truncated": False}
-        text, cut = await asyncio.to_thread(read_tail, record.run_dir / name)
-        return {"text": text, "truncated": cut}
+            return {"text": "", "truncated": False, "problem": None}
+        # A log's end: where a run failed.
+        text, cut, problem = await asyncio.to_thread(
+            run_files.read_text, record.run_dir, name, tail=True
+        )
+        return {"text": text, "truncated": cut, "problem": problem}
 
     def container_output(self, record: RunRecord, since: int) -> dict[str, Any]:
         if record.live is None:
             return {"lines": [], "next": since, "following": False, "first": since}
         return self.followers.lines(record.live, since)
+
+
+def _files_of(run_dir: Path | None, with_result: bool) -> dict[str, Any]:
+    """What the detail shows of the run directory; read in a thread, never followed."""
+    if run_dir is None:
+        return {"result": None, "log_files": [], "archive": None}
+    return {
+        # The container's grade, before the runner has recorded the run.
+        "result": read_json(run_dir / RESULT_FILE) if with_result else None,
+        "log_files": [name for name in LOG_FILES if run_files.is_regular_file(run_dir, name)],
+        "archive": _archive_listing(run_dir),
+    }
+
+
+def _archive_listing(run_dir: Path | None) -> dict[str, Any] | None:
+    """What the agent left in archive/, described without following or opening any of it."""
+    if run_dir is None:
+        return None
+    try:
+        listing = run_files.list_directory(run_dir, ARCHIVE_DIR)
+    except OSError:
+        return None
+    return {
+        "entries": [
+            {"name": entry.name, "kind": entry.kind, "size": entry.size, "setuid": entry.setuid}
+            for entry in sorted(listing.entries, key=lambda entry: entry.name)
+        ],
+        "truncated": listing.truncated,
+    }
 
 
 class LogFollower(threading.Thread):

@@ -94,3 +94,32 @@ def test_an_existing_symlink_is_refused(tmp_path: Path) -> None:
     (tmp_path / "dialog.jsonl").symlink_to(victim)
     with pytest.raises(OSError):
         Dialog(tmp_path / "dialog.jsonl", Redactor([]))
+
+
+def test_the_runtimes_own_events_also_go_to_the_harness_copy(tmp_path: Path) -> None:
+    copy = tmp_path / "harness-events.jsonl"
+    dialog = Dialog(tmp_path / "dialog.jsonl", Redactor([SENTINEL]), harness_copy=copy)
+    dialog.append("agent_started", command=["run", SENTINEL])
+    dialog.append_from_agent({"type": "message", "text": "hi"})
+    dialog.append("graded", status="passed")
+    dialog.close()
+    harness = lines(copy)
+    assert [(event["seq"], event["type"]) for event in harness] == [
+        (1, "agent_started"),
+        (3, "graded"),
+    ]
+    # The same lines as in the dialog, so that the host can tell them from forgeries.
+    assert lines(tmp_path / "dialog.jsonl")[0] == harness[0]
+    assert SENTINEL not in copy.read_text()
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o644
+
+
+def test_the_harness_copy_is_never_a_link(tmp_path: Path) -> None:
+    (tmp_path / "harness-events.jsonl").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(OSError):
+        Dialog(
+            tmp_path / "dialog.jsonl",
+            Redactor([]),
+            harness_copy=tmp_path / "harness-events.jsonl",
+        )
+    assert not (tmp_path / "elsewhere").exists()

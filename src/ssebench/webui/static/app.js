@@ -300,7 +300,7 @@ function runHeader(detail, base) {
   if (detail.can_stop) {
     actions.push(el("button", { type: "button", text: "Stop", onclick: async (event) => {
       event.target.disabled = true;
-      try { await api(`${base}/stop`, { method: "POST" }); } catch (error) { alert(error.message); }
+      try { await api(`${base}/stop`, { method: "POST", body: {} }); } catch (error) { alert(error.message); }
     } }));
   }
   if (detail.can_remove) {
@@ -346,7 +346,8 @@ function dialogTab(body, base, detail) {
   const note = el("div", { class: "live-note", hidden: true, text: "● Live: following the dialog as it grows" });
   const list = el("div", { class: "events", "data-dialog": "" });
   const empty = el("div", { class: "empty", text: "No dialog events yet." });
-  body.append(note, list, empty);
+  const cut = el("div", { class: "notice", hidden: true, text: "The dialog is larger than the read limit; only its start is shown." });
+  body.append(note, cut, list, empty);
   let since = 0;
   return every(1500, async () => {
     for (;;) {
@@ -354,18 +355,42 @@ function dialogTab(body, base, detail) {
       note.hidden = !data.live;
       for (const event of data.events) list.append(dialogEvent(event));
       if (data.events.length) since = data.next;
+      cut.hidden = !data.cut;
       empty.hidden = list.children.length > 0;
       if (!data.more) break;
     }
   });
 }
 
+// Where an event comes from (webui/dialog.py): the harness's own record, the agent's
+// archive (which the agent can rewrite), or a line that could not be read.
+const ORIGIN_LABELS = {
+  harness: "harness",
+  agent: "agent-written",
+  claim: "agent-written claim, not the harness's record",
+  malformed: "malformed line",
+};
+
 function dialogEvent(event) {
-  const meta = el("div", { class: "meta" }, el("span", { class: "kind", text: event.type }), el("span", { text: `#${event.seq}` }), el("span", { text: when(event.ts) }));
-  const node = el("div", { class: `event ${event.type}`, "data-seq": event.seq }, meta);
-  switch (event.type) {
+  const origin = event.origin === "harness" ? "harness" : event.origin === "malformed" ? "malformed" : event.claim ? "claim" : "agent";
+  const kind = origin === "malformed" ? `line ${event.line}` : String(event.type);
+  const meta = el("div", { class: "meta" }, el("span", { class: "kind", text: kind }), el("span", { class: `origin ${origin}`, text: ORIGIN_LABELS[origin] }),
+    ...(event.seq !== null && event.seq !== undefined ? [el("span", { text: `#${event.seq}` })] : []), el("span", { text: when(event.ts) }));
+  // Only the harness's own events get the look of their type; the agent's cannot dress up.
+  const look = origin === "harness" || (origin === "agent" && event.type === "message") ? ` ${event.type}` : "";
+  const node = el("div", { class: `event origin-${origin}${look}`, "data-seq": event.seq ?? "", "data-origin": origin }, meta);
+  if (origin === "malformed") {
+    node.append(el("span", { class: "muted", text: event.problem }), el("pre", { text: event.excerpt }));
+    return node;
+  }
+  if (origin === "claim") {
+    const { seq, ts, type, origin: _, claim, ...rest } = event;
+    node.append(el("pre", { text: JSON.stringify({ type, ...rest }, null, 2) }));
+    return node;
+  }
+  switch (look.trim()) {
     case "message":
-      meta.firstChild.textContent = `${event.role || "agent"} message`;
+      meta.firstChild.textContent = `${String(event.role || "agent")} message`;
       node.append(el("div", { class: "text", text: event.text ?? "" }));
       break;
     case "agent_started":
@@ -387,7 +412,7 @@ function dialogEvent(event) {
       if (event.error_msg) node.append(el("span", { class: "muted", text: `  ${event.error_msg}` }));
       break;
     default: {
-      const { seq, ts, type, ...rest } = event;
+      const { seq, ts, type, origin: _, ...rest } = event;
       node.append(el("pre", { text: JSON.stringify(rest, null, 2) }));
     }
   }
@@ -407,7 +432,8 @@ function diffTab(body, base) {
     if (data.diff === shown) return;
     shown = data.diff;
     holder.replaceChildren(...renderDiff(data.diff));
-    if (data.truncated) holder.prepend(el("div", { class: "notice", text: "The patch is large; only its end is shown." }));
+    if (data.truncated) holder.prepend(el("div", { class: "notice", text: "The patch is large; only its start is shown." }));
+    if (data.problem) holder.prepend(el("div", { class: "notice", text: `final.patch was not read: ${data.problem}` }));
   });
 }
 
@@ -500,7 +526,7 @@ function showFile(base, name, pre, note, live) {
     const data = await api(`${base}/logs?file=${encodeURIComponent(name)}`);
     if (pre.dataset.showing !== name || data.text === shown) return;
     shown = data.text;
-    stickToBottom(pre, () => { pre.textContent = (data.truncated ? "[… earlier output cut …]\n" : "") + data.text; });
+    stickToBottom(pre, () => { pre.textContent = (data.problem ? `[${name} was not read: ${data.problem}]\n` : "") + (data.truncated ? "[… earlier output cut …]\n" : "") + data.text; });
   };
   if (!live) { load(); return () => {}; }
   return every(2000, load);
@@ -521,8 +547,17 @@ function settingsTab(body, base, detail) {
     .flatMap(([key, value]) => [el("dt", { text: key }), el("dd", { text: typeof value === "object" ? JSON.stringify(value) : String(value) })]));
   body.replaceChildren(el("div", { class: "two-columns" },
     el("div", {}, el("h2", { text: "Timings" }), list(timings), el("h2", { text: "Where" }), list(extra)),
-    el("div", {}, el("h2", { text: "Settings" }), list(settings))));
+    el("div", {}, el("h2", { text: "Settings" }), list(settings), ...archiveListing(detail.archive))));
   return null;
+}
+
+// What the agent left in archive/, as listed (never opened) by the server.
+function archiveListing(archive) {
+  if (!archive) return [];
+  const describe = (entry) => entry.kind === "file" ? `${entry.size} bytes${entry.setuid ? ", setuid/setgid" : ""}` : `${entry.kind}, not read`;
+  return [el("h2", { text: "The agent's archive" }),
+    el("ul", { class: "archive", "data-archive": "" }, ...archive.entries.map((entry) => el("li", { text: `${entry.name}: ${describe(entry)}` }))),
+    ...(archive.truncated ? [el("div", { class: "notice", text: `Only the first ${archive.entries.length} entries are listed.` })] : [])];
 }
 
 // -- the terminal -------------------------------------------------------------------
