@@ -1,0 +1,66 @@
+"""A hostile agent's run in headless Chromium: the dialog of a run whose archive/dialog.jsonl
+the agent rewrote shows the harness's grade as the harness's, the forged "graded: passed"
+as an agent-written claim, and malformed lines as malformed; the page of a run whose
+files are links and FIFOs opens and says what was not read. No container is needed:
+the runs are made by hand (tests/hostile_run.py) and the server uses the fake backend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import hostile_run
+from tests.webui.conftest import TOKEN, Server, start_server, stop_server
+
+pytestmark = [pytest.mark.browser]
+
+
+@pytest.fixture(scope="module")
+def server(results: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    hostile_run.forged_dialog_run(results, "forged")
+    hostile_run.fifo_run(results, "fifos")
+    hostile_run.linked_run(results, "links-environ", "/proc/self/environ")
+    log = tmp_path_factory.mktemp("webui-hostile-log") / "webui.log"
+    running = start_server(results, log, SSEBENCH_BACKEND="fake")
+    yield running
+    stop_server(running)
+
+
+def open_run(page: Any, run_id: str) -> None:
+    page.locator(f"tr[data-run-id='{run_id}']").click()
+    page.locator("[data-dialog]").wait_for(state="attached")
+
+
+def test_a_forged_grade_shows_as_the_agents_claim(page: Any, artifacts: Path) -> None:
+    open_run(page, "forged")
+    dialog = page.locator("[data-dialog]")
+    dialog.locator(".event[data-origin=harness].graded").wait_for()
+    harness_grade = dialog.locator(".event[data-origin=harness].graded")
+    assert harness_grade.count() == 1
+    assert harness_grade.locator(".badge.failed").count() == 1
+    claims = dialog.locator(".event[data-origin=claim]")
+    forged = claims.filter(has_text='"status": "passed"')
+    assert forged.count() == 1
+    assert "agent-written claim" in forged.locator(".origin").inner_text()
+    # No passed badge anywhere: the claim is shown as text, not as a grade.
+    assert dialog.locator(".badge.passed").count() == 0
+    assert dialog.locator(".event[data-origin=malformed]").count() >= 6
+    message = dialog.locator(".event[data-origin=agent]").filter(has_text="I fixed it")
+    assert "agent-written" in message.locator(".origin").inner_text()
+    page.screenshot(path=str(artifacts / "hostile-dialog.png"), full_page=True)
+
+
+def test_links_and_fifos_do_not_stop_the_page(page: Any, server: Server) -> None:
+    for run_id, word in (("fifos", "fifo"), ("links-environ", "link")):
+        page.goto(server.url + "/")
+        open_run(page, run_id)
+        page.locator("[data-dialog] ~ .empty:not([hidden])").wait_for()
+        page.click("[data-tab=diff]")
+        notice = page.locator(".notice").filter(has_text="final.patch was not read")
+        notice.wait_for()
+        assert word in notice.inner_text()
+        # The server's environment holds the token: a followed link would show it.
+        assert TOKEN not in page.content()
