@@ -80,7 +80,7 @@ class Daemon:
         self.tool_calls = 0
         self._servers: list[ThreadingHTTPServer] = []
         self._serving = False
-        self.mcp = McpEndpoint(self)
+        self.mcp = McpEndpoint(self, log.line)
         self._routes: dict[
             tuple[str, str], tuple[bool, Callable[[dict[str, list[str]], bytes], Response]]
         ] = {

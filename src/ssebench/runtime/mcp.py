@@ -26,7 +26,7 @@ import collections
 import json
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
@@ -49,6 +49,8 @@ MAX_SESSIONS = 32
 # How much of a failing log the tool gives back: enough for the error, small for a context.
 LOG_TAIL_CHARS = 4000
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -110,8 +112,9 @@ class _Failure(Exception):
 
 
 class McpEndpoint:
-    def __init__(self, checker: Checker) -> None:
+    def __init__(self, checker: Checker, log: Callable[[str], None]) -> None:
         self.checker = checker
+        self._log = log
         self._lock = threading.Lock()
         # session id -> the protocol version negotiated at its initialize
         self._sessions: collections.OrderedDict[str, str] = collections.OrderedDict()
@@ -197,6 +200,7 @@ class McpEndpoint:
             return json_answer(200, reply)
         version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
         session = secrets.token_hex(16)
+        self._log(f"mcp: initialize, protocol {version}")
         with self._lock:
             self._sessions[session] = version
             while len(self._sessions) > MAX_SESSIONS:
@@ -228,6 +232,8 @@ class McpEndpoint:
         if not _valid_id(request_id) or not isinstance(method, str):
             return _error(None, INVALID_REQUEST, "a request needs a string method and an id")
         params = message.get("params", {})
+        # The method is the client's: only the ones this server knows are named.
+        self._log(f"mcp: {method if method in METHODS else 'an unknown method'}")
         try:
             if not isinstance(params, dict):
                 raise _Failure(INVALID_PARAMS, "params must be an object")
