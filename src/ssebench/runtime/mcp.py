@@ -259,7 +259,7 @@ class McpEndpoint:
         try:
             outcome = self.checker.run_strongest_check()
         except ToolRefused as refused:
-            return _tool_result(f"{TOOL_NAME} is closed: {refused}", error=True)
+            return _tool_result(f"{TOOL_NAME} cannot run: {refused}", error=True)
         if outcome is None:
             return _tool_result(
                 f"{TOOL_NAME} cannot run: this run's difficulty ({self.checker.difficulty}) "

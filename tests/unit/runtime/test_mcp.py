@@ -128,7 +128,7 @@ def test_after_the_agent_exited_test_patch_is_closed(client: Client) -> None:
     client.admin("POST", "/admin/agent-exited", {"exit_code": 0})
     _, result = sdk(client.daemon, "test_patch")
     assert result.is_error is True
-    assert text_of(result) == "test_patch is closed: the agent has exited; its actions are closed"
+    assert text_of(result) == "test_patch cannot run: the agent has exited; its actions are closed"
     assert "tool_call" not in [e["type"] for e in client.project.dialog()]
 
 
