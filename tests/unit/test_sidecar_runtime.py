@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -19,7 +20,7 @@ from ssebench.runtime.accounts import Accounts
 from ssebench.runtime.agent_side import AgentSide
 from ssebench.runtime.entrypoint import Entrypoint, main
 from ssebench.runtime.sidecar import SOCKET_NAME, AgentLink
-from tests.unit.runtime.conftest import AGENTS, SENTINEL, Project, make_project
+from tests.unit.runtime.conftest import AGENTS, ROOT, SENTINEL, Project, make_project
 
 SIDECAR = {"SSE_MODE": "sidecar"}
 
@@ -186,3 +187,60 @@ def test_a_stopped_agent_container_is_a_stopped_run(project: Project, accounts: 
     assert environment.join() == 143
     result = project.result()
     assert result["stopped"] is True and result["agent_exit_code"] == 143
+
+
+# An agent that calls test_patch over MCP at SSE_MCP_URL, then ends as a wrapper whose
+# model could not be used does (agent_kit.finish with model_error).
+MCP_THEN_MODEL_ERROR = """
+import json, os, sys, time, urllib.request
+sys.path.insert(0, {src!r})
+from ssebench.runtime import agent_kit
+
+def post(message, session=None):
+    headers = {{"Content-Type": "application/json", "Accept": "application/json"}}
+    if session:
+        headers["Mcp-Session-Id"] = session
+    request = urllib.request.Request(
+        agent_kit.mcp_url(), data=json.dumps(message).encode(), headers=headers
+    )
+    with urllib.request.urlopen(request) as answer:
+        return answer.headers.get("Mcp-Session-Id"), json.loads(answer.read())
+
+params = {{"protocolVersion": "2025-06-18", "capabilities": {{}}, "clientInfo": {{}}}}
+session, _ = post({{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}})
+call = {{"name": "test_patch", "arguments": {{}}}}
+_, answer = post({{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}}, session)
+print("test_patch says", answer["result"]["content"][0]["text"].split(":")[0], flush=True)
+sys.exit(agent_kit.finish("error", "the proxy answered 500", time.monotonic(), model_error=True))
+"""
+
+
+def test_mcp_and_a_model_error_across_the_link(project: Project, accounts: Accounts) -> None:
+    environment = Environment(project, accounts)
+    script = MCP_THEN_MODEL_ERROR.format(src=str(ROOT / "src"))
+    code = main(
+        ["--agent-side", sys.executable, "-c", script],
+        environ=project.environ(**SIDECAR),
+        layout=project.layout,
+        accounts=accounts,
+        stdout=io.BytesIO(),
+        install_signal_handlers=False,
+    )
+    assert code == 3
+    assert environment.join() == 3
+    result = project.result()
+    assert (result["status"], result["error_msg"]) == (
+        "error",
+        "Model error: the proxy answered 500",
+    )
+    assert result["agent_exit_code"] == 3
+    # The agent container reached the environment's daemon at SSE_MCP_URL.
+    assert b"test_patch says PASSED" in (project.layout.results / "agent.log").read_bytes()
+    assert [e["type"] for e in project.dialog()] == [
+        "agent_started",
+        "tool_call",
+        "tool_result",
+        "complete",
+        "agent_exited",
+        "graded",
+    ]

@@ -1,9 +1,10 @@
 """The run's daemon: a JSON API for the agent and the tools that watch a run.
 
-The same agent API is served on TCP port 4263 and on the agent socket; it is
-unauthenticated, so it offers nothing that would let the agent see what it must
-not (the hidden tests, the grade before grading) or act as another user. The admin
-socket is root-only and adds the calls with which the entrypoint moves the run on.
+The same agent API is served on TCP port 4263 and on the agent socket, its checks
+also as the MCP tool `test_patch` at /mcp (mcp.py); it is unauthenticated, so it
+offers nothing that would let the agent see what it must not (the hidden tests, the
+grade before grading) or act as another user. The admin socket is root-only and
+adds the calls with which the entrypoint moves the run on.
 
 Phases: starting -> agent -> grading -> graded. Once the agent has exited, the
 agent's actions (posting to the dialog, running tools) answer 409.
@@ -24,6 +25,8 @@ from . import __version__
 from .config import Task
 from .dialog import Dialog, EventError
 from .logs import LogFile, Redactor
+from .mcp import PATH as MCP_PATH
+from .mcp import CheckOutcome, HttpAnswer, McpEndpoint, ToolRefused, json_answer
 from .processes import Completed
 from .repository import BaseRepository
 from .unixhttp import UnixHTTPServer
@@ -77,6 +80,7 @@ class Daemon:
         self.tool_calls = 0
         self._servers: list[ThreadingHTTPServer] = []
         self._serving = False
+        self.mcp = McpEndpoint(self, log.line)
         self._routes: dict[
             tuple[str, str], tuple[bool, Callable[[dict[str, list[str]], bytes], Response]]
         ] = {
@@ -142,6 +146,21 @@ class Daemon:
             server.server_close()
         self._servers.clear()
         self._serving = False
+
+    def handle(
+        self, method: str, url: str, headers: dict[str, str], body: bytes, *, admin: bool
+    ) -> HttpAnswer:
+        """One HTTP request: MCP's to its endpoint, the JSON API's to dispatch();
+        headers are keyed in lower case."""
+        if urlsplit(url).path == MCP_PATH:
+            try:
+                return self.mcp.handle(method, headers, body)
+            except Exception as error:  # a bug must answer 500, not kill the connection
+                self.log.exception(f"{method} {MCP_PATH} failed", error)
+                status, payload = 500, {"error": f"Internal error: {type(error).__name__}"}
+        else:
+            status, payload = self.dispatch(method, url, body, admin=admin)
+        return json_answer(status, payload)
 
     def dispatch(self, method: str, url: str, body: bytes, *, admin: bool) -> Response:
         parsed = urlsplit(url)
@@ -244,6 +263,27 @@ class Daemon:
             )
             self.log.line(f"tool {name}: ok={ok} exit_code={exit_code} ({seconds:.1f}s)")
         return 200, {"ok": ok, "exit_code": exit_code, "output": text, "seconds": seconds}
+
+    def run_strongest_check(self) -> CheckOutcome | None:
+        """MCP's test_patch: the test tool, else the build tool, whichever the difficulty
+        allows (None: neither), run as the HTTP tools are, so that the level is enforced
+        and the dialog records it. Raises ToolRefused once the agent has exited."""
+        allowed = TOOLS_BY_DIFFICULTY.get(self.difficulty, ())
+        try:
+            self._require_agent_running()
+            check = next((name for name in ("test", "build") if name in allowed), None)
+            if check is None:
+                return None
+            _, answer = self._tool(check)
+        except ApiError as error:
+            raise ToolRefused(str(error)) from None
+        return CheckOutcome(
+            check=check,
+            ok=answer["ok"],
+            exit_code=answer["exit_code"],
+            output=answer["output"],
+            seconds=answer["seconds"],
+        )
 
     def _run_tool(self, name: str) -> tuple[bool, int, bytes]:
         """Build (and test) the current tree on a fresh copy, as the grader would."""
@@ -366,13 +406,15 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             length = -1
         if length < 0 or length > MAX_BODY_BYTES:
-            status, payload = 413, {"error": f"the body must be 0 to {MAX_BODY_BYTES} bytes"}
+            answer = json_answer(413, {"error": f"the body must be 0 to {MAX_BODY_BYTES} bytes"})
         else:
             body = self.rfile.read(length) if length else b""
-            status, payload = server.app.dispatch(method, self.path, body, admin=server.admin)
-        data = json.dumps(payload).encode()
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            answer = server.app.handle(method, self.path, headers, body, admin=server.admin)
+        status, extra, data = answer
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        for name, value in extra.items():
+            self.send_header(name, value)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)

@@ -101,6 +101,14 @@ class Dialog:
         fields["source"] = "agent"
         return self._append(event_type, fields, harness=False)
 
+    def last_from_agent(self, event_type: str) -> dict[str, Any] | None:
+        """The agent's latest event of a type (its fields are the agent's: untrusted)."""
+        with self._lock:
+            for event in reversed(self._events):
+                if event["type"] == event_type and event.get("source") == "agent":
+                    return dict(event)
+        return None
+
     def since(self, seq: int) -> tuple[list[dict[str, Any]], int]:
         """Events after ``seq``, and the seq to ask from next time."""
         with self._lock:

@@ -31,10 +31,18 @@ from typing import Any, BinaryIO
 
 from . import __version__
 from .accounts import Account, Accounts, chown_tree, make_directory
+from .agent_kit import EXIT_MODEL_ERROR
 from .config import DAEMON_PORT, Layout, Task, default_path, load_image_environment
 from .daemon import Daemon
 from .dialog import Dialog
-from .evaluator import STOPPED_DURING_GRADING, Evaluator, Grading, result_document, write_result
+from .evaluator import (
+    STOPPED_DURING_GRADING,
+    Evaluator,
+    Grading,
+    model_error_message,
+    result_document,
+    write_result,
+)
 from .logs import LogFile, echo_line, utc_now
 from .processes import reap_orphans, sweep_user
 from .repository import BaseRepository
@@ -366,6 +374,7 @@ class Entrypoint(Role):
             timeout=self.settings.timeout,
             started_at=self.started_at,
             finished_at=utc_now(),
+            model_error=self._model_error(agent_exit_code, timed_out),
         )
         try:
             write_result(self.layout.results / "result.json", document)
@@ -376,6 +385,18 @@ class Entrypoint(Role):
             summary += f" ({document['error_msg']})"
         self.log.line(f"result: {summary}")
         self._admin("/admin/result", document)
+
+    def _model_error(self, agent_exit_code: int | None, timed_out: bool) -> str | None:
+        """error_msg when the agent's wrapper ended the run because its model could not
+        be used: it exited EXIT_MODEL_ERROR after a `complete` event with model_error.
+        Both are needed: an exit status alone is any program's, an event alone any
+        agent's word."""
+        if agent_exit_code != EXIT_MODEL_ERROR or timed_out or self.dialog is None:
+            return None
+        complete = self.dialog.last_from_agent("complete")
+        if complete is None or complete.get("model_error") is not True:
+            return None
+        return model_error_message(complete.get("reason"))
 
     # -- helpers -------------------------------------------------------------------
 

@@ -30,6 +30,9 @@ STEP_FAILURES = {
     "hidden_test": "Hidden test failed",
 }
 STOPPED_DURING_GRADING = "Stopped during grading"
+MODEL_ERROR = "Model error"
+# How much of the agent's own reason for a model error goes into error_msg.
+MODEL_ERROR_REASON_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -58,11 +61,30 @@ class Grading:
     error: str | None = None
 
 
-def decide_status(grading: Grading, *, timed_out: bool, timeout: int) -> tuple[str, str | None]:
-    """(status, error_msg): the evaluator's own failure first, then the agent's
-    timeout (which fails a run even if its patch passes), then the first failed step."""
+def model_error_message(reason: Any) -> str:
+    """error_msg of a run whose model could not be used: "Model error: <reason>".
+
+    The reason is the agent's (its last `complete` event), so it is made one line of
+    printable characters, clipped; without a usable one it is just "Model error".
+    """
+    text = " ".join(str(reason).split()) if isinstance(reason, str) else ""
+    text = "".join(char for char in text if char.isprintable())
+    if len(text) > MODEL_ERROR_REASON_CHARS:
+        text = text[: MODEL_ERROR_REASON_CHARS - 3].rstrip() + "..."
+    return f"{MODEL_ERROR}: {text}" if text else MODEL_ERROR
+
+
+def decide_status(
+    grading: Grading, *, timed_out: bool, timeout: int, model_error: str | None = None
+) -> tuple[str, str | None]:
+    """(status, error_msg): the evaluator's own failure first, then a model error (the
+    run's model could not be used: model_error is its error_msg; the patch is graded
+    all the same, its steps are recorded), then the agent's timeout (which fails a run
+    even if its patch passes), then the first failed step."""
     if grading.error is not None:
         return "error", grading.error
+    if model_error is not None:
+        return "error", model_error
     if timed_out:
         return "failed", f"Timeout ({timeout}s)"
     for step in grading.steps:
@@ -82,8 +104,11 @@ def result_document(
     timeout: int,
     started_at: str,
     finished_at: str,
+    model_error: str | None = None,
 ) -> dict[str, Any]:
-    status, error_msg = decide_status(grading, timed_out=timed_out, timeout=timeout)
+    status, error_msg = decide_status(
+        grading, timed_out=timed_out, timeout=timeout, model_error=model_error
+    )
     patch = grading.patch
     return {
         "schema": SCHEMA,

@@ -15,6 +15,7 @@ from typing import BinaryIO
 from .accounts import Account
 from .config import Settings
 from .logs import LogFile, RedactingStream, Redactor, echo_line
+from .mcp import PATH as MCP_PATH
 from .processes import Child, exit_status, reap_orphans, sweep_user
 
 EXIT_TIMEOUT = 124
@@ -32,7 +33,9 @@ def agent_environment(
     daemon_socket: Path,
 ) -> dict[str, str]:
     """A clean environment: base (the image's toolchain variables and PATH), the
-    agent's SSE_* settings and the contract's variables; nothing of the runtime."""
+    agent's SSE_* settings and the contract's variables; nothing of the runtime.
+    daemon_url is the daemon on the agent's loopback (a sidecar's agent container
+    shares the environment container's network namespace), MCP's endpoint with it."""
     env = dict(base)
     env.setdefault("LANG", "C.UTF-8")
     env.update(settings.agent_variables)
@@ -47,6 +50,7 @@ def agent_environment(
         SSE_ARCHIVE=str(settings.archive),
         SSE_SOURCE_DIR=str(source_dir),
         SSE_DAEMON_URL=daemon_url,
+        SSE_MCP_URL=daemon_url + MCP_PATH,
         SSE_DAEMON_SOCKET=str(daemon_socket),
         TIMEOUT=str(settings.timeout),
     )

@@ -18,7 +18,7 @@ import pytest
 from ssebench.runtime.accounts import Accounts
 from ssebench.runtime.entrypoint import KEEP_ALIVE_MESSAGE, main
 
-from .conftest import AGENTS, ROOT, SENTINEL, Project, make_project
+from .conftest import AGENTS, FIXED, ROOT, SENTINEL, Project, make_project
 
 
 def run_entrypoint(
@@ -129,6 +129,7 @@ def test_the_agent_gets_a_clean_environment(
     assert env["SSE_MODEL_NAME"] == "test-model"
     assert env["SSE_SLEEPER_SECONDS"] == "7"
     assert env["SSE_DAEMON_URL"].startswith("http://127.0.0.1:")
+    assert env["SSE_MCP_URL"] == env["SSE_DAEMON_URL"] + "/mcp"
     assert env["HOME"] == str(accounts.agent.home)
     for name in ("PYTHONPATH", "SSE_RESULTS", "SSE_KEEP_ALIVE", "SSE_RUN_ID"):
         assert name not in env
@@ -172,6 +173,85 @@ def test_the_secret_reaches_no_file(project: Project, accounts: Accounts) -> Non
                 checked += 1
     assert checked >= 7  # result, final.patch, four logs, dialog
     assert "note" in [e["type"] for e in project.dialog()]
+
+
+def model_error_agent(
+    project: Project, *, event: dict[str, object] | None, exit_code: int
+) -> list[str]:
+    """An agent that fixes the bug, then posts `event` (as a wrapper's agent_kit.finish
+    does) and exits with exit_code."""
+    fixed = project.source / "calc.py"
+    script = (
+        "import json, os, sys, urllib.request\n"
+        f"open({str(fixed)!r}, 'w').write({FIXED!r})\n"
+        f"event = {event!r}\n"
+        "if event is not None:\n"
+        "    urllib.request.urlopen(urllib.request.Request(os.environ['SSE_DAEMON_URL'] "
+        "+ '/dialog', data=json.dumps(event).encode(), method='POST'))\n"
+        f"sys.exit({exit_code})\n"
+    )
+    return [sys.executable, "-c", script]
+
+
+def test_a_model_error_is_an_error_run_with_the_agents_reason(
+    project: Project, accounts: Accounts
+) -> None:
+    # The agent's reason is clipped to one printable line.
+    reason = "proxy answered 500:\n\x1b[31m budget exceeded\x00 " + "x" * 400
+    script = (
+        "import sys, time\n"
+        f"sys.path.insert(0, {str(ROOT / 'src')!r})\n"
+        "from ssebench.runtime import agent_kit\n"
+        f"open({str(project.source / 'calc.py')!r}, 'w').write({FIXED!r})\n"
+        f"sys.exit(agent_kit.finish('error', {reason!r}, time.monotonic(), model_error=True))\n"
+    )
+    code, stdout = run_entrypoint(project, accounts, [sys.executable, "-c", script])
+    assert code == 3
+    result = project.result()
+    assert result["status"] == "error"
+    message = result["error_msg"]
+    assert message.startswith("Model error: proxy answered 500: [31m budget exceeded xxx")
+    assert message.endswith("...") and len(message) == len("Model error: ") + 200
+    assert message.isprintable()
+    assert result["agent_exit_code"] == 3
+    # The patch is graded all the same: it would have passed.
+    assert [(s["name"], s["ok"]) for s in result["steps"]] == [
+        ("apply", True),
+        ("build", True),
+        ("test", True),
+        ("hidden_test", True),
+    ]
+    assert f"ssebench: result: error ({message})".encode() in stdout
+    graded = project.dialog()[-1]
+    assert (graded["type"], graded["status"], graded["error_msg"]) == ("graded", "error", message)
+
+
+@pytest.mark.parametrize(
+    ("event", "exit_code", "expected"),
+    [
+        # Without a reason it is just "Model error".
+        ({"type": "complete", "status": "error", "model_error": True}, 3, ("error", "Model error")),
+        # Exit 3 alone is any program's exit status, not a model error.
+        ({"type": "complete", "status": "error", "reason": "gave up"}, 3, ("passed", None)),
+        (None, 3, ("passed", None)),
+        # The event alone, with another exit status, is not one either.
+        ({"type": "complete", "model_error": True, "reason": "500"}, 1, ("passed", None)),
+        # Only `true` counts.
+        ({"type": "complete", "model_error": "yes", "reason": "500"}, 3, ("passed", None)),
+    ],
+)
+def test_a_model_error_needs_exit_3_and_the_complete_event(
+    project: Project,
+    accounts: Accounts,
+    event: dict[str, object] | None,
+    exit_code: int,
+    expected: tuple[str, str | None],
+) -> None:
+    argv = model_error_agent(project, event=event, exit_code=exit_code)
+    code, _ = run_entrypoint(project, accounts, argv)
+    assert code == exit_code
+    result = project.result()
+    assert (result["status"], result["error_msg"]) == expected
 
 
 def test_an_agent_that_cannot_start(project: Project, accounts: Accounts) -> None:

@@ -14,6 +14,7 @@ from ssebench.runtime.evaluator import (
     Grading,
     Step,
     decide_status,
+    model_error_message,
     result_document,
     write_result,
 )
@@ -62,6 +63,36 @@ def test_status_and_error_message(
     grading: Grading, timed_out: bool, expected: tuple[str, str | None]
 ) -> None:
     assert decide_status(grading, timed_out=timed_out, timeout=42) == expected
+
+
+def test_a_model_error_comes_after_the_evaluators_own_error() -> None:
+    failing = Grading(steps(("apply", True), ("build", False)))
+    assert decide_status(failing, timed_out=False, timeout=1, model_error="Model error: x") == (
+        "error",
+        "Model error: x",
+    )
+    broken = Grading(ALL_PASS, error="Evaluator error: OSError")
+    assert decide_status(broken, timed_out=False, timeout=1, model_error="Model error: x") == (
+        "error",
+        "Evaluator error: OSError",
+    )
+
+
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        ("HTTP 500 from the proxy", "Model error: HTTP 500 from the proxy"),
+        ("  budget\n exceeded\r\n\t(litellm)  ", "Model error: budget exceeded (litellm)"),
+        ("\x1b[2Jcleared\x07\u202eevil", "Model error: [2Jclearedevil"),
+        ("", "Model error"),
+        (" \n ", "Model error"),
+        (None, "Model error"),
+        (42, "Model error"),
+        ("y" * 500, "Model error: " + "y" * 197 + "..."),
+    ],
+)
+def test_model_error_message_is_one_clipped_printable_line(reason: object, expected: str) -> None:
+    assert model_error_message(reason) == expected
 
 
 def test_result_document_has_the_whole_schema() -> None:
