@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssebench.backends.kubernetes.archive import UnsafeArchiveError, extract
+from ssebench.backends.kubernetes.archive import Limits, UnsafeArchiveError, extract
 
 
 def tar_bytes(
@@ -202,12 +202,12 @@ def test_limits_on_entries_and_bytes(place: tuple[Path, Path]) -> None:
     dest, _ = place
     many = tar_bytes(*(member(f"f{i}", data=b"1") for i in range(10)))
     with pytest.raises(UnsafeArchiveError, match="entries"):
-        extract(chunks(many), dest, max_entries=5)
+        extract(chunks(many), dest, Limits(max_entries=5))
     big = tar_bytes(member("big", data=b"b" * 1000))
     with pytest.raises(UnsafeArchiveError, match="bytes"):
-        extract(chunks(big), dest, max_bytes=999)
+        extract(chunks(big), dest, Limits(max_bytes=999))
     assert not (dest / "big").exists()
-    extract(chunks(big), dest, max_bytes=1000)
+    extract(chunks(big), dest, Limits(max_bytes=1000))
 
 
 def test_declared_sizes_cannot_exhaust_memory(place: tuple[Path, Path]) -> None:
@@ -279,7 +279,7 @@ def check_extraction(tmp_path: Path, data: bytes, chunk_size: int) -> None:
     dest, _ = hostile_tree(tmp_path)
     before = snapshot(tmp_path, dest)
     with contextlib.suppress(UnsafeArchiveError):
-        extract(chunks(data, chunk_size), dest, max_bytes=20_000, max_entries=50)
+        extract(chunks(data, chunk_size), dest, Limits(max_bytes=20_000, max_entries=50))
     assert snapshot(tmp_path, dest) == before
     only_files_and_directories(dest)
 

@@ -693,6 +693,7 @@ class KubernetesBackend(Backend):
             )
         pod_name = pod.metadata.name
         archive_dir = dest / "archive"
+        limits = archive.Limits.from_environment()
         try:
             # Results first, into dest; the agent's archive only ever into archive/, so
             # the grade is always the one root wrote.
@@ -707,6 +708,7 @@ class KubernetesBackend(Backend):
                             namespace, pod_name, manifests.COLLECTOR_CONTAINER, command
                         ),
                         target,
+                        limits,
                     )
                 except archive.UnsafeArchiveError as error:
                     raise BackendError(
@@ -716,8 +718,8 @@ class KubernetesBackend(Backend):
                     ) from None
                 if report.skipped:
                     sys.stderr.write(
-                        f"ssebench: skipped {len(report.skipped)} entries of {source} that are "
-                        f"not files or directories, e.g. {report.skipped[0]}\n"
+                        f"ssebench: skipped {report.skipped_total} entries of {source} that "
+                        f"are not files or directories, e.g. {report.skipped[0]}\n"
                     )
         finally:
             with contextlib.suppress(BackendError):
