@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 # Where the case image keeps the reference patch (docs/image-layers.md).
 IMAGE_REFERENCE_PATCH = "/ssebench/task/reference.patch"
 REFERENCE_PATCH_COPY = "reference.patch"
+READOUT_FAILED = "Read-out failed"
 STOP_GRACE_SECONDS = 30.0
 
 
@@ -200,6 +201,13 @@ def stop_on_signals(stop: StopRequest, out: TextIO) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _reason(error: BaseException) -> str:
+    """An error as one line for summary.json: ssebench's own messages as they are."""
+    if isinstance(error, SsebenchError):
+        return str(error)
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
 def sidecar_pair(settings: RunSettings, images: Images, env: Mapping[str, str]) -> SidecarPair:
     """The environment container of a sidecar run and the two volumes, named from the
     run ID. It gets the run's environment too: it redacts the key from what it logs."""
@@ -252,6 +260,7 @@ class Runner:
         self.say(f"run {settings.run_id}: {run_dir.path}")
         exit_code: int | None = None
         failure: BaseException | None = None
+        readout_failure: str | None = None
         handle: RunHandle | None = None
         timings: dict[str, float] = {}
         try:
@@ -262,8 +271,14 @@ class Runner:
             exit_code = self.backend.wait(handle, None)
             timings["container"] = round(time.monotonic() - running, 3)
             collecting = time.monotonic()
-            self.backend.collect_results(handle, run_dir.path)
-            timings["collect_results"] = round(time.monotonic() - collecting, 3)
+            try:
+                self.backend.collect_results(handle, run_dir.path)
+            except Exception as error:
+                # Whatever grade the run directory holds, the run was not read out whole.
+                readout_failure = f"{READOUT_FAILED}: {_reason(error)}"
+                raise
+            finally:
+                timings["collect_results"] = round(time.monotonic() - collecting, 3)
         except BaseException as error:  # recorded below, then raised again
             failure = error
         finally:
@@ -281,6 +296,7 @@ class Runner:
             exit_code=exit_code,
             stopped=stop.requested.is_set(),
             failure=failure,
+            readout_failure=readout_failure,
             started_at=started_at,
             timings=timings,
             spend=spend,
@@ -359,9 +375,18 @@ class Runner:
         started_at: str,
         timings: dict[str, float],
         spend: float | None = None,
+        readout_failure: str | None = None,
     ) -> dict[str, Any]:
         grade = run_dir.read_result()
         config = settings.config()
+        # Stopped by this runner's signal, or by anyone else's (`runs stop`, docker
+        # stop): the container's grade says so.
+        stopped = stopped or (grade is not None and grade.get("stopped") is True)
+        evaluator_grade = None
+        if readout_failure is not None:
+            # A grade of a run whose read-out failed is not the run's verdict: kept
+            # apart, never counted.
+            evaluator_grade, grade = grade, {"status": "error", "error_msg": readout_failure}
         if grade is None:
             message = NO_RESULT_MESSAGE
             if isinstance(failure, SsebenchError):
@@ -388,6 +413,8 @@ class Runner:
             "durations": timings,
             "spend": spend,
         }
+        if evaluator_grade is not None:
+            summary["evaluator_grade"] = evaluator_grade
         write_json(run_dir.summary_file, summary)
         verdict = summary["status"]
         detail = f" ({summary['error_msg']})" if summary["error_msg"] else ""

@@ -57,7 +57,7 @@ def main(behaviour: str, results: Path, state: Path) -> int:
         say("fake: exiting without a grade")
         return finish(1)
     passed = behaviour == "pass"
-    grade("passed" if passed else "failed", None if passed else "Hidden test failed")
+    grade("passed" if passed else "failed", None if passed else "Hidden test failed", stopped=False)
     say(f"fake: graded {'passed' if passed else 'failed'}")
     return finish(0)
 
