@@ -335,6 +335,12 @@ class Backend(abc.ABC):
         never raises for what is already gone. Does nothing for a run started with keep.
         """
 
+    def remove_abandoned(self, now: float, host: str) -> list[str]:
+        """For prune: remove what runs that are gone left behind apart from their
+        containers (a Docker run's archive volume), and name it. now is Unix time,
+        host this machine's name. The default: nothing."""
+        return []
+
     @abc.abstractmethod
     def list_runs(self, labels: Mapping[str, str]) -> list[RunInfo]:
         """The runs that carry every label in labels, running or not.

@@ -21,6 +21,8 @@ RUNNER_HOST = "ssebench.runner-host"
 RUNNER_PID = "ssebench.runner-pid"
 # A run started with --keep-container: prune leaves it to `ssebench runs remove`.
 KEEP = "ssebench.keep"
+# A Docker run's archive volume and the helper container that copies it out: the run ID.
+ARCHIVE_OF = "ssebench.archive-of"
 
 LISTED_RUNS = {WEBUI: "true"}
 

@@ -30,7 +30,8 @@ def docker_lines(*arguments: str) -> list[str]:
 
 
 def leftovers() -> list[str]:
-    """Containers, volumes and networks of this session's runs that still exist."""
+    """Containers, volumes and networks of this session's runs that still exist, the
+    archive volumes and their copying helpers included."""
     found = []
     for line in docker_lines(
         "ps", "-a", "--filter", "label=ssebench.run-id", "--format", "{{json .}}"
@@ -39,11 +40,18 @@ def leftovers() -> list[str]:
         if f"ssebench.run-id={SESSION_PREFIX}" in container.get("Labels", ""):
             found.append(f"container {container['Names']}")
     for kind in ("volume", "network"):
-        for line in docker_lines(
-            kind, "ls", "--filter", "label=ssebench.run", "--format", "{{.Name}}"
-        ):
-            if SESSION_PREFIX in line:
-                found.append(f"{kind} {line}")
+        for label in ("ssebench.run", "ssebench.archive-of"):
+            for line in docker_lines(
+                kind, "ls", "--filter", f"label={label}", "--format", "{{.Name}}"
+            ):
+                if SESSION_PREFIX in line:
+                    found.append(f"{kind} {line}")
+    # The helper that copies an archive out (ssebench-<run id>-archive-copy).
+    for line in docker_lines(
+        "ps", "-a", "--filter", "label=ssebench.archive-of", "--format", "{{.Names}}"
+    ):
+        if SESSION_PREFIX in line:
+            found.append(f"container {line}")
     return found
 
 

@@ -15,11 +15,13 @@ from ssebench import labels
 from ssebench.backends.docker import (
     DockerBackend,
     agent_container_name,
+    archive_volume_name,
     container_name,
     sidecar_argvs,
 )
 from ssebench.errors import BackendError
 from ssebench.extensions import (
+    ARCHIVE_TARGET,
     REFERENCE_PATCH_TARGET,
     SOCKETS_TARGET,
     Mount,
@@ -134,13 +136,21 @@ def test_start_wait_and_cleanup_of_a_pair(fake_docker: FakeDocker, tmp_path: Pat
     # In this order; the follower of the environment's output runs beside the agent's.
     commands = [argv[:4] for argv in fake_docker.calls() if argv[0] in ("volume", "run")]
     assert commands == [
+        ["volume", "create", "--label", f"{labels.ARCHIVE_OF}={PAIR_ID}"],
         ["volume", "create", "--label", f"{labels.PAIR}={PAIR_ID}"],
         ["volume", "create", "--label", f"{labels.PAIR}={PAIR_ID}"],
         ["run", "--name", ENVIRONMENT, "--detach"],
         ["run", "--name", AGENT, "--rm"],
     ]
-    for volume, create in zip(VOLUMES, fake_docker.calls_of("volume", "create"), strict=True):
+    archive_create, *pair_creates = fake_docker.calls_of("volume", "create")
+    assert archive_create[-1] == archive_volume_name(PAIR_ID)
+    for volume, create in zip(VOLUMES, pair_creates, strict=True):
         assert create == ["volume", "create", "--label", f"{labels.PAIR}={PAIR_ID}", volume]
+    # Both containers mount the run's archive volume, never a folder of the host.
+    archive_mount = f"type=volume,source={archive_volume_name(PAIR_ID)},target={ARCHIVE_TARGET}"
+    for argv in fake_docker.calls_of("run"):
+        assert archive_mount in argv
+        assert not any(str(tmp_path / "run" / "archive") in word for word in argv)
     env_files = {
         Path(record["env_file"]["path"]).name: record["env_file"]
         for record in fake_docker.records()
@@ -178,7 +188,14 @@ def test_a_failed_agent_container_leaves_nothing(fake_docker: FakeDocker, tmp_pa
 
 
 def test_a_failed_volume_leaves_nothing(fake_docker: FakeDocker, tmp_path: Path) -> None:
-    fake_docker.on("volume", "create", status=1, stderr="Error response from daemon: no space\n")
+    fake_docker.on(
+        "volume",
+        "create",
+        "--label",
+        f"{labels.PAIR}={PAIR_ID}",
+        status=1,
+        stderr="Error response from daemon: no space\n",
+    )
     a_pair(fake_docker)
     with pytest.raises(BackendError, match=r"Cannot create the volume .*: no space"):
         DockerBackend().start(sidecar_spec(tmp_path))

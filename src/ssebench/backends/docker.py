@@ -27,11 +27,22 @@ restricted run. `docker run` joins one network only (the daemons before API 1.44
 that run's container is made with `docker create`, connected to the second network,
 and then started: attached (`docker start --attach`) in place of `docker run`, or
 detached for a sidecar run's environment container.
+
+The agent's archive (/tmp/sse-archive) is a volume of the run's own,
+ssebench-<run id>-archive, never a folder of the host: nothing the agent makes there
+reaches the host as it made it. After the run, collect_results streams the volume out
+(`docker cp` of a helper container that mounts it and never starts) into the run
+directory's archive/ through the same extractor as the Kubernetes read-out, with the
+same limits (links, FIFOs and devices skipped, setuid stripped, size, file and depth
+caps). The volume and the helper carry ssebench.archive-of=<run id>, by which cleanup
+removes them, and the runner's host and process, by which prune removes those whose
+run is gone. During the run the dialog is read from the run's daemon, as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -40,17 +51,20 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ssebench import images
+from ssebench.backends.kubernetes import archive
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
+    ARCHIVE_TARGET,
     Backend,
     ImageRequest,
     Images,
@@ -63,7 +77,8 @@ from ssebench.extensions import (
     SidecarPair,
 )
 from ssebench.images import DOCKER, failure_reason, raise_if_unreachable, run_docker
-from ssebench.labels import DEADLINE, KEEP, PAIR, RUN_ID, RUNNER_HOST, RUNNER_PID
+from ssebench.labels import ARCHIVE_OF, DEADLINE, KEEP, PAIR, RUN_ID, RUNNER_HOST, RUNNER_PID
+from ssebench.processes import process_exists
 
 __all__ = [
     "AGENTS_NETWORK",
@@ -100,6 +115,11 @@ DEFAULT_PIDS = 4096
 # A sidecar run's handle: the pair's ID and the environment container's name.
 PAIR_DETAIL = "pair"
 ENVIRONMENT_DETAIL = "environment"
+# Every run's handle: its archive volume, and an image to make the copying helper of.
+ARCHIVE_DETAIL = "archive"
+IMAGE_DETAIL = "image"
+# Reads of `docker cp`'s tar stream.
+COPY_CHUNK = 1024 * 1024
 # docker removes a --rm container a moment after `docker wait` returns; until then
 # its volumes are in use.
 VOLUME_REMOVE_SECONDS = 15.0
@@ -127,6 +147,11 @@ def container_name(run_id: str) -> str:
 
     In a sidecar run, the environment container's name, from the pair's ID."""
     return f"ssebench-{_NAME_FORBIDDEN.sub('-', run_id)}"
+
+
+def archive_volume_name(run_id: str) -> str:
+    """The volume the run's agent writes its archive to."""
+    return f"{container_name(run_id)}-archive"
 
 
 def agent_container_name(pair_id: str) -> str:
@@ -359,6 +384,42 @@ def _remove_container(name: str) -> subprocess.CompletedProcess[str]:
     return run_docker(["rm", "--force", "--volumes", name])
 
 
+def _remove_volumes(selector: str) -> str | None:
+    """Remove the volumes that selector (a docker filter) lists; the reason when some
+    stay. docker removes a --rm container's volumes' users a moment after it exits."""
+    deadline = time.monotonic() + VOLUME_REMOVE_SECONDS
+    while True:
+        volumes = run_docker(["volume", "ls", "--quiet", "--filter", selector]).stdout.split()
+        if not volumes:
+            return None
+        completed = run_docker(["volume", "rm", "--force", *volumes])
+        if completed.returncode == 0:
+            return None
+        if time.monotonic() > deadline:
+            return failure_reason(completed)
+        time.sleep(0.25)
+
+
+def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
+    while chunk := stream.read(COPY_CHUNK):
+        yield chunk
+
+
+def _last_line(file: IO[bytes]) -> str:
+    file.seek(0)
+    lines = file.read(64 * 1024).decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def _drain(stream: IO[bytes], limit: int) -> None:
+    """Read stream to its end, or raise once more than limit bytes came."""
+    seen = 0
+    while chunk := stream.read(COPY_CHUNK):
+        seen += len(chunk)
+        if seen > limit:
+            raise archive.UnsafeArchiveError("data after the end of the archive")
+
+
 def _parse_created(value: Any) -> str | None:
     """docker's RFC 3339 time with nanoseconds -> ISO 8601 in seconds, UTC."""
     if not isinstance(value, str) or len(value) < 19:
@@ -414,10 +475,42 @@ class DockerBackend(Backend):
         return (OPEN_NETWORK, AGENTS_NETWORK)
 
     def start(self, spec: RunSpec) -> RunHandle:
-        if spec.sidecar is not None:
-            return self._start_sidecar(spec, spec.sidecar)
-        if spec.mode == "sidecar":
+        if spec.mode == "sidecar" and spec.sidecar is None:
             raise UserError("A sidecar run needs its RunSpec.sidecar (the environment container)")
+        # The archive goes to a volume of the run's own, whatever spec.archive names: the
+        # host gets it through collect_results' safe copy only.
+        volume = self._create_archive_volume(spec)
+        spec = dataclasses.replace(
+            spec, archive=Mount(target=spec.archive.target, source=volume, kind="volume")
+        )
+        try:
+            if spec.sidecar is not None:
+                handle = self._start_sidecar(spec, spec.sidecar)
+            else:
+                handle = self._start_single(spec)
+        except BaseException:
+            with contextlib.suppress(UserError, OSError, BackendError):
+                self._remove_archive(spec.run_id)
+            raise
+        details = {**handle.details, ARCHIVE_DETAIL: volume, IMAGE_DETAIL: spec.image}
+        return dataclasses.replace(handle, details=details)
+
+    def _create_archive_volume(self, spec: RunSpec) -> str:
+        volume = archive_volume_name(spec.run_id)
+        listed = _listed_labels(spec, time.time())
+        argv = ["volume", "create", "--label", f"{ARCHIVE_OF}={spec.run_id}"]
+        for key in (DEADLINE, RUNNER_HOST, RUNNER_PID, KEEP):
+            argv += ["--label", f"{key}={listed[key]}"]
+        completed = run_docker([*argv, volume])
+        if completed.returncode != 0:
+            raise BackendError(
+                f"Cannot create the volume {volume}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=spec.run_id,
+            )
+        return volume
+
+    def _start_single(self, spec: RunSpec) -> RunHandle:
         name = container_name(spec.run_id)
         networks = self.networks_for(spec.network)
         network = networks[0]
@@ -578,20 +671,9 @@ class DockerBackend(Backend):
             completed = _remove_container(container)
             if completed.returncode != 0 and not _is_gone(completed):
                 failures.append(failure_reason(completed))
-        deadline = time.monotonic() + VOLUME_REMOVE_SECONDS
-        while True:
-            volumes = run_docker(
-                ["volume", "ls", "--quiet", "--filter", f"label={PAIR}={pair_id}"]
-            ).stdout.split()
-            if not volumes:
-                break
-            completed = run_docker(["volume", "rm", "--force", *volumes])
-            if completed.returncode == 0:
-                break
-            if time.monotonic() > deadline:
-                failures.append(failure_reason(completed))
-                break
-            time.sleep(0.25)
+        failure = _remove_volumes(f"label={PAIR}={pair_id}")
+        if failure is not None:
+            failures.append(failure)
         if failures:
             raise BackendError(
                 f"Cannot remove all of the run {pair_id}: {failures[0]}",
@@ -774,7 +856,102 @@ class DockerBackend(Backend):
             )
 
     def collect_results(self, handle: RunHandle, dest: Path) -> None:
-        """Nothing to do: the run directory is bind-mounted, so dest holds the results."""
+        """The results are in dest already (bind-mounted, root's during the run); the
+        archive volume is copied into dest/archive through the safe extractor."""
+        volume = handle.details.get(ARCHIVE_DETAIL)
+        image = handle.details.get(IMAGE_DETAIL)
+        if volume is None or image is None:
+            return  # a handle found again, not started here: nothing of ours to copy
+        target = dest / "archive"
+        if target.is_symlink():
+            raise BackendError(f"{target} is a symbolic link", backend=self.name)
+        target.mkdir(exist_ok=True)
+        limits = archive.Limits.from_environment()
+        helper = self._archive_helper(handle.run_id, volume, image)
+        try:
+            report = self._copy_archive(handle.run_id, helper, target, limits)
+        finally:
+            _remove_container(helper)
+        if report.skipped:
+            sys.stderr.write(
+                f"ssebench: skipped {report.skipped_total} entries of the archive that are "
+                f"not files or directories, e.g. {report.skipped[0]}\n"
+            )
+
+    def _archive_helper(self, run_id: str, volume: str, image: str) -> str:
+        """A container that mounts the archive volume read-only and never starts:
+        `docker cp` reads the volume through it. Labelled so cleanup finds it."""
+        name = f"{container_name(run_id)}-archive-copy"
+        _remove_container(name)  # one of an earlier attempt
+        completed = run_docker(
+            [
+                "create",
+                "--pull",
+                "never",
+                "--name",
+                name,
+                "--network",
+                "none",
+                "--label",
+                f"{ARCHIVE_OF}={run_id}",
+                "--mount",
+                f"type=volume,source={volume},target={ARCHIVE_TARGET},readonly",
+                image,
+                "ssebench-copy",  # never runs
+            ]
+        )
+        if completed.returncode != 0:
+            raise BackendError(
+                f"Cannot read the archive of {run_id}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=run_id,
+            )
+        return name
+
+    def _copy_archive(
+        self, run_id: str, helper: str, target: Path, limits: archive.Limits
+    ) -> archive.ExtractReport:
+        """`docker cp` of the archive as a tar stream, unpacked into target by the
+        extractor as it arrives. Raises BackendError."""
+        with tempfile.TemporaryFile() as errors:
+            try:
+                process = subprocess.Popen(
+                    [DOCKER, "cp", f"{helper}:{ARCHIVE_TARGET}/.", "-"],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=errors,
+                )
+            except FileNotFoundError:
+                raise images.docker_missing() from None
+            assert process.stdout is not None
+            try:
+                report = archive.extract(_chunks(process.stdout), target, limits)
+                # What follows the end marker is tar's padding: read so docker cp ends.
+                _drain(process.stdout, COPY_CHUNK)
+            except archive.UnsafeArchiveError as error:
+                reason = str(error)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    # A stream that ended early: docker cp's own failure says why.
+                    if process.wait(timeout=1) != 0:
+                        reason = _last_line(errors) or reason
+                raise BackendError(
+                    f"The archive of {run_id} was not copied: {reason}",
+                    backend=self.name,
+                    run_id=run_id,
+                ) from None
+            finally:
+                if process.poll() is None:
+                    _end_process(process)
+                process.stdout.close()
+            status = process.wait()
+            if status != 0:
+                raise BackendError(
+                    f"Cannot copy the archive of {run_id}: "
+                    f"{_last_line(errors) or f'docker cp exited {status}'}",
+                    backend=self.name,
+                    run_id=run_id,
+                )
+        return report
 
     def stop(self, handle: RunHandle, grace: float) -> None:
         self._stop_container(handle, grace)
@@ -804,6 +981,12 @@ class DockerBackend(Backend):
     def cleanup(self, handle: RunHandle) -> None:
         if handle.details.get("keep") == "true":
             return
+        try:
+            self._remove_run(handle)
+        finally:
+            self._remove_archive(handle.run_id)
+
+    def _remove_run(self, handle: RunHandle) -> None:
         pair_id = handle.details.get(PAIR_DETAIL)
         environment = handle.details.get(ENVIRONMENT_DETAIL)
         if pair_id is not None and environment is not None:
@@ -825,6 +1008,51 @@ class DockerBackend(Backend):
         if process is not None:
             _end_process(process)
             _forget(handle.name)
+
+    def _remove_archive(self, run_id: str) -> None:
+        """The run's archive volume and its copying helper. Raises BackendError."""
+        selector = f"label={ARCHIVE_OF}={run_id}"
+        helpers = run_docker(["ps", "--all", "--quiet", "--filter", selector]).stdout.split()
+        for helper in helpers:
+            _remove_container(helper)
+        failure = _remove_volumes(selector)
+        if failure is not None:
+            raise BackendError(
+                f"Cannot remove the archive volume of {run_id}: {failure}",
+                backend=self.name,
+                run_id=run_id,
+            )
+
+    def remove_abandoned(self, now: float, host: str) -> list[str]:
+        """Archive volumes whose run is gone: its deadline passed, or its runner (on this
+        host) no longer runs; never one of a kept run. A volume still in use stays."""
+        listed = run_docker(
+            ["volume", "ls", "--quiet", "--filter", f"label={ARCHIVE_OF}"]
+        ).stdout.split()
+        if not listed:
+            return []
+        completed = run_docker(["volume", "inspect", *listed])
+        try:
+            volumes = json.loads(completed.stdout or "[]")
+        except ValueError:
+            return []
+        removed = []
+        for volume in volumes:
+            found = volume.get("Labels") or {}
+            if found.get(KEEP) == "true":
+                continue
+            deadline = str(found.get(DEADLINE, ""))
+            pid = str(found.get(RUNNER_PID, ""))
+            runner_gone = (
+                found.get(RUNNER_HOST) == host and pid.isdigit() and not process_exists(int(pid))
+            )
+            if not (runner_gone or (deadline.isdigit() and int(deadline) < now)):
+                continue
+            name = str(volume.get("Name", ""))
+            # Not --force: docker refuses a volume a container still uses.
+            if run_docker(["volume", "rm", name]).returncode == 0:
+                removed.append(name)
+        return removed
 
     # -- finding runs ----------------------------------------------------------------
 

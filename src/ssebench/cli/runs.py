@@ -271,7 +271,7 @@ def abandoned_reason(run: RunInfo, *, now: float, host: str) -> str | None:
 def prune_command(arguments: argparse.Namespace) -> int:
     backend = _backend(arguments)
     now, host = time.time(), socket.gethostname()
-    removed = []
+    removed: list[dict[str, str | None]] = []
     for run in backend.list_runs(labels.LISTED_RUNS):
         reason = abandoned_reason(run, now=now, host=host)
         if reason is None:
@@ -281,6 +281,11 @@ def prune_command(arguments: argparse.Namespace) -> int:
         removed.append({"run_id": run.run_id, "name": run.name, "reason": reason})
         if not arguments.json:
             print(f"removed {run.run_id} ({run.name}): {reason}")
+    for name in backend.remove_abandoned(now, host):
+        reason = "its run is gone"
+        removed.append({"run_id": None, "name": name, "reason": reason})
+        if not arguments.json:
+            print(f"removed {name}: {reason}")
     if arguments.json:
         print_json({"backend": backend.name, "removed": removed})
     elif not removed:

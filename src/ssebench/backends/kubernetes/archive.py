@@ -66,6 +66,7 @@ _SKIPPED_TYPES = {
     b"6": "FIFO",
 }
 _COPY_CHUNK = 1024 * 1024
+_LOW_BYTES = bytes(range(128))
 
 
 MAX_BYTES_VARIABLE = "SSEBENCH_ARCHIVE_MAX_BYTES"
@@ -174,7 +175,8 @@ def _checksum_ok(header: bytes) -> bool:
     stored = _number(header[148:156], "checksum")
     blanked = header[:148] + b" " * 8 + header[156:]
     unsigned = sum(blanked)
-    signed = sum(byte - 256 if byte > 127 else byte for byte in blanked)
+    # Each byte over 127 counts 256 less as a signed char; counted in C, not per byte.
+    signed = unsigned - 256 * len(blanked.translate(None, _LOW_BYTES))
     return stored in (unsigned, signed)
 
 
@@ -236,6 +238,7 @@ class _Target:
         self.root = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self.max_entries = max_entries
         self.entries = 0
+        self._last: tuple[tuple[str, ...], int] | None = None
 
     def count_entry(self) -> None:
         self.entries += 1
@@ -243,6 +246,8 @@ class _Target:
             raise UnsafeArchiveError(f"more than {self.max_entries} entries")
 
     def close(self) -> None:
+        if self._last is not None:
+            os.close(self._last[1])
         os.close(self.root)
 
     def _make(self, name: str, parent: int) -> None:
@@ -259,7 +264,15 @@ class _Target:
 
     @contextlib.contextmanager
     def directory(self, parts: list[str], *, create: bool) -> Iterator[int]:
-        """A descriptor of the directory parts, made when missing (if create)."""
+        """A descriptor of the directory parts, made when missing (if create).
+
+        The last one walked to is kept open: members come in tree order, so most are
+        in the directory of the one before. That is safe because nothing else writes
+        into dest, and the extraction never removes or renames a directory."""
+        key = tuple(parts)
+        if self._last is not None and self._last[0] == key:
+            yield self._last[1]
+            return
         descriptor = os.dup(self.root)
         try:
             for part in parts:
@@ -280,9 +293,13 @@ class _Target:
                     raise
                 os.close(descriptor)
                 descriptor = child
-            yield descriptor
-        finally:
+        except BaseException:
             os.close(descriptor)
+            raise
+        if self._last is not None:
+            os.close(self._last[1])
+        self._last = (key, descriptor)
+        yield descriptor
 
 
 def _existing(name: str, directory: int) -> os.stat_result | None:
