@@ -29,6 +29,15 @@ def docker_lines(*arguments: str) -> list[str]:
     return [line for line in done.stdout.splitlines() if line.strip()]
 
 
+def archive_objects(run_id: str) -> list[str]:
+    """The archive volume and copying helper of a Docker run that still exist."""
+    selector = f"label=ssebench.archive-of={run_id}"
+    return [
+        *docker_lines("ps", "--all", "--quiet", "--filter", selector),
+        *docker_lines("volume", "ls", "--quiet", "--filter", selector),
+    ]
+
+
 def leftovers() -> list[str]:
     """Containers, volumes and networks of this session's runs that still exist, the
     archive volumes and their copying helpers included."""

@@ -19,7 +19,13 @@ import pytest
 from ssebench.backends.docker import AGENTS_NETWORK, ensure_agents_network
 from tests.cli import run_arguments, sleeper_started, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
-from tests.docker.conftest import SESSION_PREFIX, docker_lines, leftovers, new_run_id
+from tests.docker.conftest import (
+    SESSION_PREFIX,
+    archive_objects,
+    docker_lines,
+    leftovers,
+    new_run_id,
+)
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.docker
@@ -139,7 +145,10 @@ def test_runs_stop_then_remove_leave_nothing(tmp_path: Path) -> None:
     wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
     assert ssebench("runs", "stop", run_id, "--grace", "10").returncode == 0
     process.wait(timeout=120)
-    assert summary_of(tmp_path, run_id)["exit_code"] == 143
+    summary = summary_of(tmp_path, run_id)
+    assert summary["exit_code"] == 143
+    # Stopped by another process: the summary says so, as the grade does.
+    assert summary["stopped"] is True and summary["grade"]["stopped"] is True  # type: ignore[index]
     run = listed(run_id)
     assert run is not None and run["state"] == "exited" and run["exit_code"] == 143
     assert ssebench("runs", "remove", run_id).returncode == 0
@@ -157,6 +166,11 @@ def test_sigterm_to_the_runner_records_143_and_leaves_nothing(tmp_path: Path) ->
     summary = summary_of(tmp_path, run_id)
     assert summary["exit_code"] == 143 and summary["stopped"] is True
     assert listed(run_id) is None
+    # The archive was copied out of its volume after the stop, then the volume removed.
+    dialog = tmp_path / TASK / "none" / "sleeper" / run_id / "archive" / "dialog.jsonl"
+    assert dialog.is_file() and not dialog.is_symlink()
+    assert '"type":"agent_started"' in dialog.read_text()
+    assert archive_objects(run_id) == []
 
 
 def test_kill_9_of_the_runner_then_prune_leaves_nothing(tmp_path: Path) -> None:
@@ -169,6 +183,7 @@ def test_kill_9_of_the_runner_then_prune_leaves_nothing(tmp_path: Path) -> None:
     pruned = json.loads(ssebench("runs", "prune", "--json").stdout)
     assert run_id in [run["run_id"] for run in pruned["removed"]]
     assert listed(run_id) is None  # ...until prune removes it
+    assert archive_objects(run_id) == []  # its archive volume too
 
 
 # Run inside a run: which of the two listeners it reaches.

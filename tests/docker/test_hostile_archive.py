@@ -31,7 +31,7 @@ from ssebench.extensions import Images
 from ssebench.runner import READOUT_FAILED, Runner, RunSettings
 from ssebench.tasks import load_dataset
 from tests.conftest import PILOT_DATASET
-from tests.docker.conftest import docker_lines, new_run_id
+from tests.docker.conftest import archive_objects, new_run_id
 
 pytestmark = pytest.mark.docker
 TASK = "py-semver-prerelease"
@@ -62,7 +62,7 @@ def settings(results: Path, name: str, files: int = 250_000) -> RunSettings:
         backend="docker",
         timeout=900,
         # The run's environment: how many files the agent makes in many/.
-        model_env={"HOSTILE_FILES": str(files)},
+        model_env={"SSE_HOSTILE_FILES": str(files)},
     )
 
 
@@ -89,14 +89,6 @@ def tree_of(run_dir: Path) -> tuple[list[str], int, int]:
                 if stat.S_ISREG(info.st_mode):
                     size += info.st_size
     return bad, entries, size
-
-
-def archive_objects(run_id: str) -> list[str]:
-    selector = f"label=ssebench.archive-of={run_id}"
-    return [
-        *docker_lines("ps", "--all", "--quiet", "--filter", selector),
-        *docker_lines("volume", "ls", "--quiet", "--filter", selector),
-    ]
 
 
 @pytest.mark.parametrize(
