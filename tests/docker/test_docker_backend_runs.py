@@ -7,6 +7,7 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -280,3 +281,31 @@ def test_random_stops_and_kills_leave_nothing(tmp_path: Path) -> None:
     ssebench("runs", "prune")
     mine = [entry for entry in leftovers() if "chaos" in entry]
     assert mine == []
+
+
+def test_prune_removes_an_archive_volume_whose_runner_is_gone() -> None:
+    """The window prune must cover: the runner killed after its container was gone
+    (--rm) and before the archive was copied and its volume removed."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    volumes = {}
+    for name, pid in (("orphan", ended.pid), ("live", os.getpid())):
+        run_id = new_run_id(name)
+        volumes[name] = f"ssebench-{run_id}-archive"
+        docker_lines(
+            "volume", "create",
+            "--label", f"ssebench.archive-of={run_id}",
+            "--label", f"ssebench.runner-host={socket.gethostname()}",
+            "--label", f"ssebench.runner-pid={pid}",
+            "--label", f"ssebench.deadline={int(time.time()) + 3600}",
+            "--label", "ssebench.keep=false",
+            volumes[name],
+        )  # fmt: skip
+    try:
+        pruned = json.loads(ssebench("runs", "prune", "--json").stdout)
+        names = [entry["name"] for entry in pruned["removed"]]
+        assert volumes["orphan"] in names and volumes["live"] not in names
+        left = docker_lines("volume", "ls", "--quiet")
+        assert volumes["orphan"] not in left and volumes["live"] in left
+    finally:
+        docker_lines("volume", "rm", "--force", *volumes.values())
