@@ -26,6 +26,7 @@ from tests.unit.test_images import FakeDocker, fake_docker_on_path
 RUN_ID = "20240501-120000-abcdef"
 VOLUME = archive_volume_name(RUN_ID)
 HELPER = f"{container_name(RUN_ID)}-archive-copy"
+SELECTOR = f"label={ARCHIVE_OF}={RUN_ID}"
 
 
 @pytest.fixture
@@ -82,7 +83,9 @@ def test_a_failed_start_removes_the_archive_volume(fake_docker: FakeDocker, tmp_
     fake_docker.on("network", "inspect")
     fake_docker.on("container", "inspect", status=1, stderr="Error: No such container\n")
     fake_docker.on("run", stderr="docker: Error response from daemon: No such image\n", status=125)
-    fake_docker.on("volume", "ls", unless_exists="gone", stdout=VOLUME + "\n")
+    fake_docker.on(
+        "volume", "ls", "--quiet", "--filter", SELECTOR, unless_exists="gone", stdout=VOLUME + "\n"
+    )
     fake_docker.on("volume", "rm", create=("gone",))
     with pytest.raises(BackendError):
         DockerBackend().start(make_spec(tmp_path))
@@ -92,10 +95,23 @@ def test_a_failed_start_removes_the_archive_volume(fake_docker: FakeDocker, tmp_
     assert fake_docker.calls_of("volume", "rm", "--force", VOLUME)
 
 
+def test_an_existing_volume_of_the_run_id_is_refused_and_kept(
+    fake_docker: FakeDocker, tmp_path: Path
+) -> None:
+    fake_docker.on("volume", "ls", "--quiet", "--filter", f"name={VOLUME}", stdout=VOLUME + "\n")
+    with pytest.raises(BackendError, match=f"The volume {VOLUME} exists already"):
+        DockerBackend().start(make_spec(tmp_path))
+    assert not fake_docker.calls_of("run")
+    assert not fake_docker.calls_of("volume", "create")
+    assert not fake_docker.calls_of("volume", "rm")
+
+
 def test_cleanup_removes_the_helper_and_the_volume(fake_docker: FakeDocker) -> None:
     selector = f"label={ARCHIVE_OF}={RUN_ID}"
     fake_docker.on("ps", "--all", "--quiet", "--filter", selector, stdout="helper-id\n")
-    fake_docker.on("volume", "ls", unless_exists="gone", stdout=VOLUME + "\n")
+    fake_docker.on(
+        "volume", "ls", "--quiet", "--filter", SELECTOR, unless_exists="gone", stdout=VOLUME + "\n"
+    )
     fake_docker.on("volume", "rm", create=("gone",))
     DockerBackend().cleanup(handle())
     assert fake_docker.calls_of("rm", "--force", "--volumes", "helper-id")

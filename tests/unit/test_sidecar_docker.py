@@ -122,7 +122,15 @@ def a_pair(fake: FakeDocker, *, agent_status: int = 0) -> FakeDocker:
     fake.on("container", "inspect", status=1, stderr="Error: No such container\n")
     fake.on("run", "--name", AGENT, create=("agent",), sleep=0.3, status=agent_status)
     fake.on("wait", ENVIRONMENT, stdout="0\n")
-    fake.on("volume", "ls", unless_exists="volumes-gone", stdout="\n".join(VOLUMES) + "\n")
+    fake.on(
+        "volume",
+        "ls",
+        "--quiet",
+        "--filter",
+        f"label={labels.PAIR}={PAIR_ID}",
+        unless_exists="volumes-gone",
+        stdout="\n".join(VOLUMES) + "\n",
+    )
     fake.on("volume", "rm", create=("volumes-gone",))
     return fake
 
@@ -134,7 +142,11 @@ def test_start_wait_and_cleanup_of_a_pair(fake_docker: FakeDocker, tmp_path: Pat
     assert handle.name == AGENT
     assert handle.details["pair"] == PAIR_ID and handle.details["environment"] == ENVIRONMENT
     # In this order; the follower of the environment's output runs beside the agent's.
-    commands = [argv[:4] for argv in fake_docker.calls() if argv[0] in ("volume", "run")]
+    commands = [
+        argv[:4]
+        for argv in fake_docker.calls()
+        if argv[0] == "run" or argv[:2] == ["volume", "create"]
+    ]
     assert commands == [
         ["volume", "create", "--label", f"{labels.ARCHIVE_OF}={PAIR_ID}"],
         ["volume", "create", "--label", f"{labels.PAIR}={PAIR_ID}"],

@@ -497,10 +497,19 @@ class DockerBackend(Backend):
 
     def _create_archive_volume(self, spec: RunSpec) -> str:
         volume = archive_volume_name(spec.run_id)
-        listed = _listed_labels(spec, time.time())
+        listed = run_docker(["volume", "ls", "--quiet", "--filter", f"name={volume}"])
+        if volume in listed.stdout.split():
+            # `docker volume create` would reuse it, and its files would become this run's.
+            raise BackendError(
+                f"The volume {volume} exists already (an earlier run with this ID?); "
+                f"remove it with `docker volume rm {volume}`, or use another run ID",
+                backend=self.name,
+                run_id=spec.run_id,
+            )
+        run_labels = _listed_labels(spec, time.time())
         argv = ["volume", "create", "--label", f"{ARCHIVE_OF}={spec.run_id}"]
         for key in (DEADLINE, RUNNER_HOST, RUNNER_PID, KEEP):
-            argv += ["--label", f"{key}={listed[key]}"]
+            argv += ["--label", f"{key}={run_labels[key]}"]
         completed = run_docker([*argv, volume])
         if completed.returncode != 0:
             raise BackendError(
