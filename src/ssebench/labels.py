@@ -6,6 +6,10 @@ selects on; the sidecar pair's containers and volumes also carry PAIR.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ssebench.processes import process_exists
+
 RUN_ID = "ssebench.run-id"
 WEBUI = "ssebench.webui"
 TASK_ID = "ssebench.task-id"
@@ -48,3 +52,19 @@ def matches(labels: dict[str, str] | None, selector: dict[str, str]) -> bool:
     """True when labels carry every key of selector with the same value."""
     labels = labels or {}
     return all(labels.get(key) == value for key, value in selector.items())
+
+
+def abandoned_reason(run_labels: Mapping[str, str], *, now: float, host: str) -> str | None:
+    """Why what carries run_labels (a run's container, or another object of the run)
+    may be removed by prune, or None. Kept runs are never pruned: the user asked for
+    them (ssebench runs remove ends them)."""
+    if run_labels.get(KEEP) == "true":
+        return None
+    deadline = run_labels.get(DEADLINE, "")
+    if deadline.isdigit() and int(deadline) < now:
+        return "its deadline passed"
+    pid = run_labels.get(RUNNER_PID, "")
+    same_host = run_labels.get(RUNNER_HOST) == host
+    if same_host and pid.isdigit() and not process_exists(int(pid)):
+        return f"its runner (process {pid}) is gone"
+    return None

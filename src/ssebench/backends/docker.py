@@ -21,12 +21,10 @@ sidecar run's handle names the agent container (the one the run waits for) and c
 the pair's ID and the environment container's name, from which stop, cleanup and logs
 find the rest.
 
-A run with open egress is on two networks: the default bridge (the internet) and the
-stack's internal network, so it reaches the proxy by the same SSE_BASE_URL as a
-restricted run. `docker run` joins one network only (the daemons before API 1.44), so
-that run's container is made with `docker create`, connected to the second network,
-and then started: attached (`docker start --attach`) in place of `docker run`, or
-detached for a sidecar run's environment container.
+Every run is on a network of its own (docker_network), made before its container and
+removed with it; the proxy joins it under the same name for every run, and an
+open-egress run's network is kept off private ranges and this host by firewall rules
+(docker_firewall).
 
 The agent's archive (/tmp/sse-archive) is a volume of the run's own,
 ssebench-<run id>-archive, never a folder of the host: nothing the agent makes there
@@ -61,6 +59,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ssebench import images
+from ssebench.backends import docker_network
 from ssebench.backends.kubernetes import archive
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
@@ -69,7 +68,6 @@ from ssebench.extensions import (
     ImageRequest,
     Images,
     Mount,
-    NetworkPolicy,
     RunHandle,
     RunInfo,
     RunSpec,
@@ -81,21 +79,13 @@ from ssebench.labels import ARCHIVE_OF, DEADLINE, KEEP, PAIR, RUN_ID, RUNNER_HOS
 from ssebench.processes import process_exists
 
 __all__ = [
-    "AGENTS_NETWORK",
-    "OPEN_NETWORK",
     "DockerBackend",
     "agent_container_name",
     "container_name",
-    "create_argv",
     "run_argv",
     "sidecar_argvs",
 ]
 
-# The internal network of the LiteLLM stack (Compose project "ssebench"): it reaches
-# the proxy and nothing else.
-COMPOSE_PROJECT = "ssebench"
-AGENTS_NETWORK = f"{COMPOSE_PROJECT}_agents"
-OPEN_NETWORK = "bridge"
 # The container enforces the run's timeout itself; past this margin a janitor may
 # treat a container whose runner died as abandoned.
 DEADLINE_SLACK_SECONDS = 1800
@@ -268,16 +258,19 @@ def _docker_run_argv(
     return argv
 
 
-def _listed_labels(spec: RunSpec, now: float) -> dict[str, str]:
-    """The labels of the container the web UI lists: the run's, plus the backend's."""
+def _owner_labels(spec: RunSpec, now: float) -> dict[str, str]:
+    """Who started the run and until when it may run: what prune judges it by."""
     deadline = int(now) + spec.timeout + DEADLINE_SLACK_SECONDS
     return {
-        **spec.labels,
         DEADLINE: str(deadline),
         RUNNER_HOST: socket.gethostname(),
         RUNNER_PID: str(os.getpid()),
-        KEEP: str(spec.keep).lower(),
     }
+
+
+def _listed_labels(spec: RunSpec, now: float) -> dict[str, str]:
+    """The labels of the container the web UI lists: the run's, plus the backend's."""
+    return {**spec.labels, **_owner_labels(spec, now), KEEP: str(spec.keep).lower()}
 
 
 def run_argv(
@@ -344,40 +337,6 @@ def sidecar_argvs(
         limits=limits,
     )
     return environment, agent
-
-
-def create_argv(run_argv: Sequence[str]) -> list[str]:
-    """The `docker create` command that makes, without starting, the container of a
-    `docker run` command of this module (docker create takes the same options)."""
-    if list(run_argv[:2]) != [DOCKER, "run"]:
-        raise ValueError("not a docker run command")
-    return [DOCKER, "create", *(word for word in run_argv[2:] if word != "--detach")]
-
-
-def ensure_agents_network() -> None:
-    """Create the restricted network when it is missing (a run without the stack)."""
-    if run_docker(["network", "inspect", "--format", "{{.Id}}", AGENTS_NETWORK]).returncode == 0:
-        return
-    completed = run_docker(
-        [
-            "network",
-            "create",
-            "--internal",
-            "--label",
-            "ssebench.network=agents",
-            # The stack's Compose project adopts a network labelled as its own, and
-            # refuses one that is not.
-            "--label",
-            f"com.docker.compose.project={COMPOSE_PROJECT}",
-            "--label",
-            "com.docker.compose.network=agents",
-            AGENTS_NETWORK,
-        ]
-    )
-    if completed.returncode != 0 and "already exists" not in completed.stderr:
-        raise BackendError(
-            f"Cannot create the Docker network {AGENTS_NETWORK}: {failure_reason(completed)}"
-        )
 
 
 def _remove_container(name: str) -> subprocess.CompletedProcess[str]:
@@ -463,16 +422,18 @@ class DockerBackend(Backend):
 
     # -- a run -----------------------------------------------------------------------
 
-    def networks_for(self, policy: NetworkPolicy) -> tuple[str, ...]:
-        """The run's networks, the one its container is made on (and its handle names)
-        first. Restricted: the stack's internal network, which reaches the proxy only.
-        Open: the default bridge, and the internal network for the proxy. A network
-        given to the backend replaces them."""
+    def _run_network(self, spec: RunSpec) -> str:
+        """Make the run's own network (docker_network) and return its name; the
+        network given to the backend instead, if one was."""
         if self.network:
-            return (self.network,)
-        if policy.egress == "restricted":
-            return (AGENTS_NETWORK,)
-        return (OPEN_NETWORK, AGENTS_NETWORK)
+            return self.network
+        network = docker_network.RunNetwork(
+            run_id=spec.run_id,
+            open_egress=spec.network.egress == "open",
+            needs_proxy=docker_network.needs_proxy(spec.env),
+            labels=_owner_labels(spec, time.time()),
+        )
+        return docker_network.create(network)
 
     def start(self, spec: RunSpec) -> RunHandle:
         if spec.mode == "sidecar" and spec.sidecar is None:
@@ -521,19 +482,15 @@ class DockerBackend(Backend):
 
     def _start_single(self, spec: RunSpec) -> RunHandle:
         name = container_name(spec.run_id)
-        networks = self.networks_for(spec.network)
-        network = networks[0]
-        if AGENTS_NETWORK in networks:
-            ensure_agents_network()
         env_folder = Path(tempfile.mkdtemp(prefix="ssebench-env-"))
         process: subprocess.Popen[bytes] | None = None
         try:
             env_file = write_env_file(env_folder, spec.env)
-            argv = run_argv(spec, name=name, network=network, env_file=env_file, now=time.time())
             try:
-                if len(networks) > 1:
-                    self._create_connected(argv, name, networks[1:], spec.run_id)
-                    argv = [DOCKER, "start", "--attach", name]
+                network = self._run_network(spec)
+                argv = run_argv(
+                    spec, name=name, network=network, env_file=env_file, now=time.time()
+                )
                 try:
                     # A session of its own: the terminal's Ctrl-C reaches ssebench only,
                     # which stops the run itself (docker would forward it as SIGINT).
@@ -545,6 +502,7 @@ class DockerBackend(Backend):
                 self._wait_until_created(process, name, spec.run_id)
             except BaseException:
                 _discard(process, name)
+                _discard_network(spec.run_id)
                 raise
         finally:
             shutil.rmtree(env_folder, ignore_errors=True)
@@ -560,10 +518,6 @@ class DockerBackend(Backend):
     def _start_sidecar(self, spec: RunSpec, pair: SidecarPair) -> RunHandle:
         """Volumes, then the environment container (detached), then the agent container
         in the foreground. On any failure everything of the pair is removed again."""
-        networks = self.networks_for(spec.network)
-        network = networks[0]
-        if AGENTS_NETWORK in networks:
-            ensure_agents_network()
         environment_name = container_name(pair.run_id)
         agent_name = agent_container_name(pair.run_id)
         process: subprocess.Popen[bytes] | None = None
@@ -577,21 +531,14 @@ class DockerBackend(Backend):
                 ),
                 write_env_file(env_folder, {**spec.env, **pair.shared_env()}, "agent.env"),
             )
-            environment_argv, agent_argv = sidecar_argvs(
-                spec, pair, network=network, env_files=env_files, now=time.time()
-            )
             try:
+                network = self._run_network(spec)
+                environment_argv, agent_argv = sidecar_argvs(
+                    spec, pair, network=network, env_files=env_files, now=time.time()
+                )
                 for volume in pair.volumes:
                     self._create_volume(volume, pair.run_id)
-                if len(networks) > 1:
-                    self._create_connected(
-                        environment_argv, environment_name, networks[1:], spec.run_id
-                    )
-                    self._run_detached(
-                        [DOCKER, "start", environment_name], environment_name, spec.run_id
-                    )
-                else:
-                    self._run_detached(environment_argv, environment_name, spec.run_id)
+                self._run_detached(environment_argv, environment_name, spec.run_id)
                 _follow_output(environment_name)
                 try:
                     process = subprocess.Popen(
@@ -605,6 +552,7 @@ class DockerBackend(Backend):
                     _end_process(process)
                 with contextlib.suppress(UserError, OSError, BackendError):
                     self._remove_pair(pair.run_id)
+                _discard_network(spec.run_id)
                 raise
         finally:
             shutil.rmtree(env_folder, ignore_errors=True)
@@ -650,22 +598,6 @@ class DockerBackend(Backend):
                 backend=self.name,
                 run_id=run_id,
             )
-
-    def _create_connected(
-        self, run_argv: Sequence[str], name: str, networks: Sequence[str], run_id: str
-    ) -> None:
-        """Make the container of run_argv, not started, and connect it to networks.
-        Raises BackendError; what was made is the caller's to remove."""
-        self._run_detached(create_argv(run_argv), name, run_id)
-        for network in networks:
-            completed = run_docker(["network", "connect", network, name])
-            if completed.returncode != 0:
-                raise BackendError(
-                    f"Cannot connect the container {name} to the network {network}: "
-                    f"{failure_reason(completed)}",
-                    backend=self.name,
-                    run_id=run_id,
-                )
 
     def _remove_pair(self, pair_id: str) -> None:
         """Remove a sidecar run's containers, the agent's first (it uses the
@@ -1005,6 +937,7 @@ class DockerBackend(Backend):
                 _forget(handle.name)
             _end_follower(environment)
             self._remove_pair(pair_id)
+            docker_network.remove(handle.run_id)
             return
         completed = _remove_container(handle.name)
         if completed.returncode != 0 and not _is_gone(completed):
@@ -1017,6 +950,8 @@ class DockerBackend(Backend):
         if process is not None:
             _end_process(process)
             _forget(handle.name)
+        # After the container, which holds an endpoint on it.
+        docker_network.remove(handle.run_id)
 
     def _remove_archive(self, run_id: str) -> None:
         """The run's archive volume and its copying helper. Raises BackendError."""
@@ -1034,7 +969,9 @@ class DockerBackend(Backend):
 
     def remove_abandoned(self, now: float, host: str) -> list[str]:
         """Archive volumes whose run is gone: its deadline passed, or its runner (on this
-        host) no longer runs; never one of a kept run. A volume still in use stays."""
+        host) no longer runs; never one of a kept run. A volume still in use stays.
+        Then run networks (and their firewall rules) no container of their run is left
+        on, by the same rule (docker_network.prune)."""
         listed = run_docker(
             ["volume", "ls", "--quiet", "--filter", f"label={ARCHIVE_OF}"]
         ).stdout.split()
@@ -1061,7 +998,12 @@ class DockerBackend(Backend):
             # Not --force: docker refuses a volume a container still uses.
             if run_docker(["volume", "rm", name]).returncode == 0:
                 removed.append(name)
-        return removed
+        networks = docker_network.prune(
+            now=now,
+            host=host,
+            run_container_exists=lambda run_id: _container_exists(container_name(run_id)),
+        )
+        return [*removed, *(f"{entry['kind']} {entry['name']}" for entry in networks)]
 
     # -- finding runs ----------------------------------------------------------------
 
@@ -1238,6 +1180,12 @@ def _discard(process: subprocess.Popen[bytes] | None, name: str) -> None:
         _end_process(process)
     with contextlib.suppress(UserError, OSError):
         _remove_container(name)
+
+
+def _discard_network(run_id: str) -> None:
+    """Remove the network made for a start that failed. Best effort, as _discard."""
+    with contextlib.suppress(UserError, OSError, BackendError):
+        docker_network.remove(run_id)
 
 
 def _end_process(process: subprocess.Popen[bytes]) -> None:

@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ssebench.backends import load_backend, selected_backend_name
+from ssebench.backends import docker_firewall, load_backend, selected_backend_name
 from ssebench.cli.output import print_json
 from ssebench.errors import SsebenchError
+from ssebench.network_ranges import PRIVATE_IPV4_RANGES
 
 # The state column of /proc/net/tcp for a listening socket.
 LISTEN_STATE = "0A"
@@ -124,7 +125,15 @@ def ports_open_to_all(
     return sorted(ports)
 
 
-def host_listener_check() -> Check:
+def host_listener_check(firewall_usable: bool) -> Check:
+    if firewall_usable:
+        return Check(
+            "host listeners",
+            True,
+            False,
+            "runs cannot reach this host's services: each run's network has a rule "
+            "that drops connections from it to this host",
+        )
     ports = ports_open_to_all()
     if not ports:
         return Check("host listeners", True, False, "none on all addresses")
@@ -133,13 +142,41 @@ def host_listener_check() -> Check:
         "host listeners",
         False,
         False,
-        f"restricted runs can reach this host's ports {shown} (listening on all addresses)",
-        "bind those services to 127.0.0.1, or firewall the ssebench_agents network's gateway",
+        f"runs can reach this host's ports {shown} (listening on all addresses) through "
+        "their network's gateway, since no firewall rule can be installed",
+        "bind those services to 127.0.0.1, or run ssebench as root with iptables",
+    )
+
+
+def open_egress_check(status: docker_firewall.FirewallStatus) -> Check:
+    """How open egress is kept off the inside on Docker, and whether that holds here."""
+    ranges = ", ".join(PRIVATE_IPV4_RANGES)
+    if status.usable:
+        return Check(
+            "open egress",
+            True,
+            False,
+            f"enforced by iptables rules on each open run's bridge (chain "
+            f"{docker_firewall.FORWARD_CHAIN}: no {ranges}; chain "
+            f"{docker_firewall.HOST_CHAIN}: not this host); IPv6 is off in runs; "
+            f"{status.detail}",
+        )
+    return Check(
+        "open egress",
+        False,
+        False,
+        f"--egress open is refused on this machine: {status.detail}",
+        "run ssebench as root on a host whose iptables Docker uses (chain "
+        f"{docker_firewall.FORWARD_CHAIN}); --egress restricted works without",
     )
 
 
 def docker_and_egress_checks() -> list[Check]:
-    return [*docker_checks(), host_listener_check()]
+    checks = docker_checks()
+    if not all(check.ok for check in checks if check.required):
+        return checks
+    status = docker_firewall.status()
+    return [*checks, open_egress_check(status), host_listener_check(status.usable)]
 
 
 BACKEND_CHECKS: dict[str, Callable[[], list[Check]]] = {

@@ -18,7 +18,6 @@ from ssebench import labels
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.cli.output import print_json, print_table
 from ssebench.extensions import Backend, RunInfo
-from ssebench.processes import process_exists
 from ssebench.results import iter_summaries
 
 NO_SUCH_RUN = 3
@@ -254,18 +253,8 @@ def exec_command(arguments: argparse.Namespace) -> int:
 
 
 def abandoned_reason(run: RunInfo, *, now: float, host: str) -> str | None:
-    """Why run may be removed by prune, or None. Kept runs are never pruned: the user
-    asked for them (ssebench runs remove ends them)."""
-    if run.labels.get(labels.KEEP) == "true":
-        return None
-    deadline = run.labels.get(labels.DEADLINE, "")
-    if deadline.isdigit() and int(deadline) < now:
-        return "its deadline passed"
-    pid = run.labels.get(labels.RUNNER_PID, "")
-    same_host = run.labels.get(labels.RUNNER_HOST) == host
-    if same_host and pid.isdigit() and not process_exists(int(pid)):
-        return f"its runner (process {pid}) is gone"
-    return None
+    """Why run may be removed by prune, or None (labels.abandoned_reason)."""
+    return labels.abandoned_reason(run.labels, now=now, host=host)
 
 
 def prune_command(arguments: argparse.Namespace) -> int:

@@ -1,7 +1,8 @@
 """The local LiteLLM stack (deploy/compose/): the proxy and its Postgres.
 
-Compose project `ssebench`: networks `ssebench_default` and `ssebench_agents` (internal),
-the proxy published on 127.0.0.1 only. The images are built here with `docker build`
+Compose project `ssebench`: network `ssebench_default`, the proxy published on 127.0.0.1
+only; the Docker backend connects the proxy to each model run's own network for the
+run's life (backends/docker_network.py). The images are built here with `docker build`
 (no registry is needed); the build context gets a CA bundle when
 $SSEBENCH_BUILD_CA_BUNDLE (or $PIP_CERT) names one, for machines whose way to the
 package index needs it. The proxy's configuration is generated from models/ into this
@@ -296,7 +297,7 @@ class LocalStack:
     def down(self) -> None:
         done = self._compose("down", "--remove-orphans")
         if done.returncode != 0:
-            # Runs still on ssebench_agents keep the network; the stack itself is down.
+            # A network an older ssebench's runs still use stays; the stack is down.
             if "active endpoints" in done.stderr and not self.status().containers:
                 self.say("the stack is down; a network stays while runs still use it")
                 return

@@ -24,6 +24,7 @@ from ssebench.backends.kubernetes.config import (
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import ARCHIVE_TARGET, REFERENCE_PATCH_TARGET, RESULTS_TARGET, RunSpec
 from ssebench.labels import RESULTS, RUN_ID
+from ssebench.network_ranges import PRIVATE_IPV4_RANGES
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "ssebench"
@@ -47,13 +48,6 @@ COLLECTOR_RESOURCES = {
 # Short: a deleted pod's task container gets SIGTERM and grades what is there, but the
 # results die with the pod, so there is nothing worth waiting long for.
 TERMINATION_GRACE_SECONDS = 10
-PRIVATE_RANGES = (
-    "10.0.0.0/8",
-    "172.16.0.0/12",
-    "192.168.0.0/16",
-    "100.64.0.0/10",
-    "169.254.0.0/16",
-)
 KUBE_DNS = {
     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
@@ -180,7 +174,9 @@ def network_policy(
         },
     ]
     if spec.network.egress == "open":
-        egress.append({"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(PRIVATE_RANGES)}}]})
+        egress.append(
+            {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(PRIVATE_IPV4_RANGES)}}]}
+        )
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
