@@ -12,7 +12,6 @@ import pytest
 
 from ssebench import labels
 from ssebench.backends.docker import (
-    AGENTS_NETWORK,
     DEADLINE_SLACK_SECONDS,
     DockerBackend,
     container_name,
@@ -134,19 +133,6 @@ def test_container_name_follows_docker_rules() -> None:
     assert container_name("a b/c") == "ssebench-a-b-c"
 
 
-@pytest.mark.parametrize(
-    ("backend", "egress", "networks"),
-    [
-        (DockerBackend(), "restricted", (AGENTS_NETWORK,)),
-        (DockerBackend(), "open", ("bridge", AGENTS_NETWORK)),
-        (DockerBackend(network="mine"), "restricted", ("mine",)),
-        (DockerBackend(network="mine"), "open", ("mine",)),
-    ],
-)
-def test_networks_of_a_run(backend: DockerBackend, egress: str, networks: tuple[str]) -> None:
-    assert backend.networks_for(NetworkPolicy(egress=egress)) == networks  # type: ignore[arg-type]
-
-
 # --- start, wait, stop, cleanup -----------------------------------------------------
 
 
@@ -167,20 +153,6 @@ def test_start_keeps_the_environment_off_the_command_line(
     assert backend.wait(handle, 30) == 3
     backend.cleanup(handle)
     assert fake_docker.calls_of("rm", "--force", "--volumes", handle.name)
-
-
-def test_start_creates_the_agents_network_when_missing(
-    fake_docker: FakeDocker, tmp_path: Path
-) -> None:
-    fake_docker.on("network", "inspect", status=1, stderr="Error: No such network\n")
-    a_container(fake_docker)
-    backend = DockerBackend()
-    handle = backend.start(make_spec(tmp_path))
-    backend.wait(handle, 30)
-    [create] = fake_docker.calls_of("network", "create")
-    assert "--internal" in create
-    assert "ssebench.network=agents" in create
-    assert create[-1] == AGENTS_NETWORK
 
 
 def test_a_failed_docker_run_leaves_nothing(fake_docker: FakeDocker, tmp_path: Path) -> None:

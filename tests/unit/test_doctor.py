@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import json
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
-from ssebench.cli.doctor import ports_open_to_all
+from ssebench.backends.docker_firewall import FirewallStatus
+from ssebench.cli.doctor import host_listener_check, open_egress_check, ports_open_to_all
 
 HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
 
@@ -27,17 +25,20 @@ def test_listeners_on_all_addresses_are_found(tmp_path: Path) -> None:
     assert ports_open_to_all((tcp, tcp6, tmp_path / "missing")) == [6667, 8080]
 
 
-def test_doctor_names_a_real_listener_on_all_addresses() -> None:
+def test_without_the_firewall_doctor_names_a_real_listener_on_all_addresses() -> None:
     with socket.socket() as listener:
         listener.bind(("0.0.0.0", 0))
         listener.listen()
         port = listener.getsockname()[1]
         assert port in ports_open_to_all()
-        done = subprocess.run(
-            [sys.executable, "-m", "ssebench.cli.main", "doctor", "--json"],
-            capture_output=True,
-            text=True,
-        )
-    checks = {check["name"]: check for check in json.loads(done.stdout)["checks"]}
-    assert str(port) in checks["host listeners"]["detail"]
-    assert checks["host listeners"]["required"] is False
+        check = host_listener_check(firewall_usable=False)
+    assert str(port) in check.detail and not check.ok and not check.required
+    assert host_listener_check(firewall_usable=True).ok
+
+
+def test_doctor_says_how_open_egress_is_enforced() -> None:
+    usable = open_egress_check(FirewallStatus(True, "iptables v1: rules installable"))
+    assert usable.ok and "DOCKER-USER" in usable.detail and "169.254.0.0/16" in usable.detail
+    refused = open_egress_check(FirewallStatus(False, "iptables is not on PATH"))
+    assert not refused.ok and not refused.required
+    assert "refused" in refused.detail and "iptables is not on PATH" in refused.detail

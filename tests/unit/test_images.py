@@ -81,6 +81,21 @@ for marker in rule.get("remove", []):
 sys.exit(rule.get("exit", 0))
 """
 
+# Beside it a fake `iptables`, so that no unit test touches the host's firewall: it
+# records each call and fails with the message in iptables-fails, if that file exists.
+FAKE_IPTABLES_PROGRAM = r"""
+import json, os, sys
+from pathlib import Path
+
+root = Path(os.environ["FAKE_DOCKER_ROOT"])
+with open(root / "iptables.jsonl", "a") as calls:
+    calls.write(json.dumps(sys.argv[1:]) + "\n")
+failure = root / "iptables-fails"
+if failure.exists():
+    sys.stderr.write(failure.read_text())
+    sys.exit(4)
+"""
+
 
 class FakeDocker:
     """A `docker` executable first on PATH whose answers a test chooses.
@@ -100,6 +115,9 @@ class FakeDocker:
         program = bin_dir / "docker"
         program.write_text(f"#!{sys.executable}\n{FAKE_DOCKER_PROGRAM}")
         program.chmod(0o755)
+        firewall = bin_dir / "iptables"
+        firewall.write_text(f"#!{sys.executable}\n{FAKE_IPTABLES_PROGRAM}")
+        firewall.chmod(0o755)
         self.bin_dir = bin_dir
         self._save()
 
@@ -147,6 +165,12 @@ class FakeDocker:
 
     def calls_of(self, *prefix: str) -> list[list[str]]:
         return [argv for argv in self.calls() if argv[: len(prefix)] == list(prefix)]
+
+    def iptables_calls(self) -> list[list[str]]:
+        path = self.root / "iptables.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def fake_docker_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeDocker]:
