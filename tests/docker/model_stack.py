@@ -33,7 +33,6 @@ import pytest
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FAKE_MODEL = "fake-model"
 DEFAULT_NETWORK = "ssebench_default"
-AGENTS_NETWORK = "ssebench_agents"
 # The scenarios every agent's test may script, and the agents that have tests.
 SCENARIOS = ("solves", "gives-up", "errors")
 AGENTS = ("mini", "claude-code", "codex", "opencode", "mini-swe-agent", "outside")

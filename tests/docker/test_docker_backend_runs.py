@@ -1,5 +1,6 @@
 """The Docker backend under real conditions: kept runs reached from the host, stop and
-kill of the runner, capabilities inside a run, egress, and a stress loop."""
+kill of the runner, capabilities inside a run, and a stress loop (networks and egress:
+test_run_networks.py)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.backends.docker import AGENTS_NETWORK, ensure_agents_network
 from tests.cli import run_arguments, sleeper_started, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import (
-    SESSION_PREFIX,
     archive_objects,
     docker_lines,
     leftovers,
@@ -185,73 +184,6 @@ def test_kill_9_of_the_runner_then_prune_leaves_nothing(tmp_path: Path) -> None:
     assert run_id in [run["run_id"] for run in pruned["removed"]]
     assert listed(run_id) is None  # ...until prune removes it
     assert archive_objects(run_id) == []  # its archive volume too
-
-
-# Run inside a run: which of the two listeners it reaches.
-EGRESS_PROBE = """
-import json, socket, sys
-def reaches(host):
-    try:
-        socket.create_connection((host, 8000), timeout=3).close()
-        return True
-    except OSError:
-        return False
-print(json.dumps({"proxy": reaches(sys.argv[1]), "bridge": reaches(sys.argv[2])}))
-"""
-
-
-def _listener(name: str, image: str, network: str, *alias: str) -> str:
-    """An HTTP server container on network (its alias there, if given); returns its name."""
-    docker_lines(
-        "run", "-d", "--rm", "--name", name, "--network", network, *alias,
-        "--label", "ssebench.test=true", "--entrypoint", "python3", image,
-        "-m", "http.server", "8000",
-    )  # fmt: skip
-    return name
-
-
-@pytest.mark.parametrize("mode", ["sandbox", "sidecar"])
-def test_egress_reaches_the_proxy_either_way_and_the_bridge_only_when_open(
-    tmp_path: Path, mode: str
-) -> None:
-    """The proxy stand-in is a listener on ssebench_agents under a name of its own, as
-    the stack's proxy is there under `litellm` (SSE_BASE_URL): an open run is on both
-    networks, so it reaches it as a restricted run does."""
-    image = docker_lines(
-        "images", "--format", "{{.Repository}}:{{.Tag}}", f"ssebench/agent-sleeper/{TASK}"
-    )[0]
-    ensure_agents_network()
-    proxy_alias = f"ssebench-test-proxy-{SESSION_PREFIX}-{mode}"
-    listeners = [
-        _listener(f"{proxy_alias}-c", image, AGENTS_NETWORK, "--network-alias", proxy_alias),
-        _listener(f"ssebench-test-listener-{SESSION_PREFIX}-{mode}", image, "bridge"),
-    ]
-    try:
-        address = docker_lines(
-            "inspect", "--format", "{{.NetworkSettings.Networks.bridge.IPAddress}}", listeners[1]
-        )[0]
-        outcomes = {}
-        for egress in ("restricted", "open"):
-            run_id = new_run_id(f"{egress}-{mode}")
-            process = start_run(tmp_path, run_id, "--egress", egress, "--mode", mode)
-            try:
-                wait_until(lambda run_id=run_id: sleeper_started(run_id), what="the agent")
-                done = ssebench(
-                    "runs", "exec", run_id, "--user", "model", "--",
-                    "python3", "-c", EGRESS_PROBE, proxy_alias, address,
-                )  # fmt: skip
-                assert done.returncode == 0, done.stderr
-                outcomes[egress] = json.loads(done.stdout.strip().splitlines()[-1])
-            finally:
-                process.send_signal(signal.SIGTERM)
-                process.communicate(timeout=120)
-            assert listed(run_id) is None
-        assert outcomes == {
-            "restricted": {"proxy": True, "bridge": False},
-            "open": {"proxy": True, "bridge": True},
-        }
-    finally:
-        subprocess.run(["docker", "rm", "-f", *listeners], capture_output=True)
 
 
 def test_random_stops_and_kills_leave_nothing(tmp_path: Path) -> None:

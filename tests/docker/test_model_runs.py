@@ -1,6 +1,6 @@
 """Runs with a model, for real: the shared stack of tests/docker/model_stack.py (the
 real LiteLLM proxy, built here, with a scripted OpenAI-compatible model server behind
-it) and the mini agent in a task container on the internal network."""
+it) and the mini agent in a task container on the run's own network."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from tests.cli import sleeper_started
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
 from tests.docker.model_stack import (
-    AGENTS_NETWORK,
     DEFAULT_NETWORK,
     FAKE_MODEL,
     ModelStack,
@@ -122,7 +121,12 @@ def test_mini_solves_a_task_through_the_real_proxy(model_stack: ModelStack, tmp_
     assert not any(secret in output for secret in secrets_here)
 
 
-def test_a_restricted_run_reaches_the_proxy_and_nothing_else(model_stack: ModelStack) -> None:
+def test_a_model_run_reaches_the_proxy_and_nothing_else_of_the_stack(
+    model_stack: ModelStack, tmp_path: Path
+) -> None:
+    """The run's own network holds the run and the proxy: the proxy answers at
+    SSE_BASE_URL, the model server on the stack's default network does not, by name
+    or by address (see also tests/docker/test_run_networks.py)."""
     up = ssebench("proxy", "up", "--no-database", env=model_stack.env)
     assert up.returncode == 0, up.stderr[-3000:]
     fake = docker("ps", "-q", "--filter", f"name=ssebench-test-{FAKE_MODEL}").stdout.split()[0]
@@ -139,41 +143,23 @@ def test_a_restricted_run_reaches_the_proxy_and_nothing_else(model_stack: ModelS
         "        socket.create_connection((host, port), timeout=3).close(); return True\n"
         "    except OSError:\n"
         "        return False\n"
-        "health = 'http://litellm:4000/health/liveliness'\n"
-        "alive = urllib.request.urlopen(health, timeout=5).status\n"
+        "alive = urllib.request.urlopen(sys.argv[2] + '/health/liveliness', timeout=5).status\n"
         "print(alive, reach(sys.argv[1], 8000), reach('fake-model', 8000))\n"
     )
-    done = docker(
-        "run", "--rm", "--network", AGENTS_NETWORK, "--entrypoint", "python3", model_stack.image,
-        "-c", probe, fake_address,
-    )  # fmt: skip
-    assert done.stdout.split() == ["200", "False", "False"], done.stdout + done.stderr
-
-
-def test_an_open_run_reaches_the_proxy_at_the_same_url(
-    model_stack: ModelStack, tmp_path: Path
-) -> None:
-    """--egress open: on the default bridge and on ssebench_agents, so the real proxy
-    answers at the URL a restricted run gets as SSE_BASE_URL."""
-    up = ssebench("proxy", "up", "--no-database", env=model_stack.env)
-    assert up.returncode == 0, up.stderr[-3000:]
-    run_id = new_run_id("open-proxy")
-    process = start_run(tmp_path, run_id, "--egress", "open")
+    run_id = new_run_id("model-net")
+    model = model_stack.script("mini-gives-up", [])
+    process = start_run(tmp_path, run_id, "--model", model, env=model_stack.env)
     try:
         wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
         networks = docker(
             "inspect", "--format", "{{json .NetworkSettings.Networks}}", f"ssebench-{run_id}"
         ).stdout
-        assert set(json.loads(networks)) == {"bridge", AGENTS_NETWORK}
-        probe = (
-            "import sys, urllib.request\n"
-            "print(urllib.request.urlopen(sys.argv[1] + '/health/liveliness', timeout=5).status)"
-        )
+        assert set(json.loads(networks)) == {f"ssebench-net-{run_id}"}
         done = ssebench(
             "runs", "exec", run_id, "--user", "model", "--",
-            "python3", "-c", probe, SERVICE_URL, env=model_stack.env, timeout=120,
+            "python3", "-c", probe, fake_address, SERVICE_URL, env=model_stack.env, timeout=120,
         )  # fmt: skip
-        assert done.returncode == 0 and done.stdout.split() == ["200"], done.stdout + done.stderr
+        assert done.stdout.split() == ["200", "False", "False"], done.stdout + done.stderr
     finally:
         process.send_signal(signal.SIGTERM)
         process.communicate(timeout=120)
