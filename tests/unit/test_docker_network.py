@@ -313,9 +313,8 @@ def test_prune_removes_a_network_whose_runner_died_before_its_container(
 ) -> None:
     a_left_network(fake_docker, dead_pid(), deadline=2**40)
     fake_docker.on("container", "inspect", status=1, stderr="Error: No such container\n")
-    removed = DockerBackend().prune_leftovers(now=1000, host="h")
-    assert [entry["name"] for entry in removed] == [NETWORK]
-    assert "runner" in removed[0]["reason"]
+    removed = DockerBackend().remove_abandoned(now=1000, host="h")
+    assert removed == [f"network {NETWORK}"]
     assert fake_docker.calls_of("network", "rm", NETWORK)
 
 
@@ -324,10 +323,10 @@ def test_prune_leaves_the_network_of_a_live_runner_or_an_existing_container(
 ) -> None:
     a_left_network(fake_docker, os.getpid(), deadline=2**40)
     fake_docker.on("container", "inspect", status=1, stderr="Error: No such container\n")
-    assert DockerBackend().prune_leftovers(now=1000, host="h") == []
+    assert DockerBackend().remove_abandoned(now=1000, host="h") == []
     past = FakeDocker(fake_docker.root.parent / "second")
     os.environ["FAKE_DOCKER_ROOT"] = str(past.root)
     a_left_network(past, dead_pid(), deadline=1)
     past.on("container", "inspect", "--format", "{{.Id}}", container_name(RUN_ID), stdout="x\n")
-    assert DockerBackend().prune_leftovers(now=1000, host="h") == []
+    assert DockerBackend().remove_abandoned(now=1000, host="h") == []
     assert not fake_docker.calls_of("network", "rm") and not past.calls_of("network", "rm")

@@ -968,10 +968,21 @@ class DockerBackend(Backend):
             )
 
     def remove_abandoned(self, now: float, host: str) -> list[str]:
+        """What runs that are gone left: their networks and firewall rules
+        (docker_network.prune), and their archive volumes."""
+        networks = docker_network.prune(
+            now=now,
+            host=host,
+            run_container_exists=lambda run_id: _container_exists(container_name(run_id)),
+        )
+        return [
+            *self._remove_abandoned_archives(now, host),
+            *(f"{entry['kind']} {entry['name']}" for entry in networks),
+        ]
+
+    def _remove_abandoned_archives(self, now: float, host: str) -> list[str]:
         """Archive volumes whose run is gone: its deadline passed, or its runner (on this
-        host) no longer runs; never one of a kept run. A volume still in use stays.
-        Then run networks (and their firewall rules) no container of their run is left
-        on, by the same rule (docker_network.prune)."""
+        host) no longer runs; never one of a kept run. A volume still in use stays."""
         listed = run_docker(
             ["volume", "ls", "--quiet", "--filter", f"label={ARCHIVE_OF}"]
         ).stdout.split()
@@ -998,12 +1009,7 @@ class DockerBackend(Backend):
             # Not --force: docker refuses a volume a container still uses.
             if run_docker(["volume", "rm", name]).returncode == 0:
                 removed.append(name)
-        networks = docker_network.prune(
-            now=now,
-            host=host,
-            run_container_exists=lambda run_id: _container_exists(container_name(run_id)),
-        )
-        return [*removed, *(f"{entry['kind']} {entry['name']}" for entry in networks)]
+        return removed
 
     # -- finding runs ----------------------------------------------------------------
 
