@@ -11,11 +11,12 @@ BASE = "http://127.0.0.1:4263"
 answers = {}
 def call(method, path, body=None, headers=None):
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(BASE + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json", **(headers or {})})
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    request = urllib.request.Request(BASE + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
-            return response.status, dict(response.headers), response.read().decode("utf-8", "replace")
+            text = response.read().decode("utf-8", "replace")
+            return response.status, dict(response.headers), text
     except urllib.error.HTTPError as error:
         return error.code, dict(error.headers), error.read().decode("utf-8", "replace")
 for method, path in [("GET", "/version"), ("GET", "/prompt"), ("GET", "/diff"),
@@ -24,8 +25,10 @@ for method, path in [("GET", "/version"), ("GET", "/prompt"), ("GET", "/diff"),
                      ("GET", "/admin/status"), ("POST", "/admin/result"),
                      ("POST", "/admin/agent-exited"),
                      ("GET", "/task"), ("GET", "/hidden"), ("GET", "/reference"),
-                     ("GET", "/../ssebench/task/task.json"), ("GET", "/%2e%2e/ssebench/task/task.json"),
-                     ("GET", "//ssebench/task/task.json"), ("GET", "/diff?path=/ssebench/task/task.json"),
+                     ("GET", "/../ssebench/task/task.json"),
+                     ("GET", "/%2e%2e/ssebench/task/task.json"),
+                     ("GET", "//ssebench/task/task.json"),
+                     ("GET", "/diff?path=/ssebench/task/task.json"),
                      ("GET", "/ssebench/task/hidden/hidden_tests")]:
     body = {"status": "passed"} if path.startswith("/admin/") else None
     status, _, text = call(method, path, body)
@@ -38,7 +41,8 @@ answers["mcp initialize"] = [status, text]
 session = {k.lower(): v for k, v in headers.items()}.get("mcp-session-id", "")
 mcp_headers["Mcp-Session-Id"] = session
 call("POST", "/mcp", {"jsonrpc": "2.0", "method": "notifications/initialized"}, mcp_headers)
-status, _, text = call("POST", "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, mcp_headers)
+listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+status, _, text = call("POST", "/mcp", listing, mcp_headers)
 answers["mcp tools/list"] = [status, text]
 tools = [tool["name"] for tool in json.loads(text)["result"]["tools"]]
 for number, name in enumerate(tools + ["read_file", "hidden_tests", "reference_patch"], 3):

@@ -31,13 +31,35 @@ ARCHIVE = "/tmp/sse-archive"
 SOURCE = "/src/semver"
 # Every hook git knows of (githooks(5)); planted in .git/hooks and in a core.hooksPath.
 HOOKS = (
-    "applypatch-msg pre-applypatch post-applypatch pre-commit pre-merge-commit "
-    "prepare-commit-msg commit-msg post-commit pre-rebase post-checkout post-merge "
-    "pre-push pre-receive update proc-receive post-receive post-update "
-    "reference-transaction push-to-checkout pre-auto-gc post-rewrite sendemail-validate "
-    "fsmonitor-watchman p4-changelist p4-prepare-changelist p4-post-changelist "
-    "p4-pre-submit post-index-change"
-).split()
+    "applypatch-msg",
+    "pre-applypatch",
+    "post-applypatch",
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "pre-rebase",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "pre-receive",
+    "update",
+    "proc-receive",
+    "post-receive",
+    "post-update",
+    "reference-transaction",
+    "push-to-checkout",
+    "pre-auto-gc",
+    "post-rewrite",
+    "sendemail-validate",
+    "fsmonitor-watchman",
+    "p4-changelist",
+    "p4-prepare-changelist",
+    "p4-post-changelist",
+    "p4-pre-submit",
+    "post-index-change",
+)
 # Leaves a marker named after what ran it and the uid it ran as.
 PAYLOAD = f"""#!/bin/sh
 mkdir -p -m 1777 {MARKERS} 2>/dev/null
@@ -175,7 +197,9 @@ class Graded:
 
 
 @pytest.fixture(scope="module", params=KINDS)
-def graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Graded]:
+def graded(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Graded]:
     kind = request.param
     if kind.startswith("kubernetes"):
         request.getfixturevalue("cluster")
@@ -192,8 +216,9 @@ def graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         listing = run.as_user(None, f"ls -1 {MARKERS} 2>/dev/null; id -u {RUNNER_USER}")
         *markers, runner_uid = listing.stdout.split()
         summary = run.stop()
+        answers: dict[str, list[object]] = requests  # type: ignore[assignment]
         yield Graded(
-            run, planted.stdout, requests, mcp, markers, int(runner_uid), agent_uid, summary  # type: ignore[arg-type]
+            run, planted.stdout, answers, mcp, markers, int(runner_uid), agent_uid, summary
         )
     finally:
         run.close()
@@ -251,7 +276,8 @@ def test_a_payload_in_the_tree_runs_as_the_runner_in_a_scratch_copy(graded: Grad
     assert graded.runner_uid not in (0, graded.agent_uid)
     assert graded.markers == [f"test-payload.{graded.runner_uid}"], graded.markers
     log = graded.file("evaluator.log")
-    assert f"SSE-INTEGRITY-PAYLOAD uid={graded.runner_uid} ['PermissionError', 'PermissionError']" in log
+    refused = "['PermissionError', 'PermissionError']"
+    assert f"SSE-INTEGRITY-PAYLOAD uid={graded.runner_uid} {refused}" in log
 
 
 def test_forging_the_grade_and_the_harness_events(graded: Graded) -> None:

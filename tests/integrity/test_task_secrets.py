@@ -64,7 +64,12 @@ def test_the_daemon_and_mcp_serve_no_task_file(held_run: HeldRun) -> None:
     assert '"hidden_test"' not in everything  # the hidden command is not even named
     for route in ("GET /admin/status", "POST /admin/result", "POST /admin/agent-exited"):
         assert answers[route][0] == 404, (route, answers[route])
-    for route in ("GET /task", "GET /hidden", "GET /reference", "GET /ssebench/task/hidden/hidden_tests"):
+    for route in (
+        "GET /task",
+        "GET /hidden",
+        "GET /reference",
+        "GET /ssebench/task/hidden/hidden_tests",
+    ):
         assert answers[route][0] == 404, (route, answers[route])
     assert answers["GET /result"][0] == 404  # not graded yet
     for name in ("read_file", "hidden_tests", "reference_patch"):
