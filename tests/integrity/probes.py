@@ -76,12 +76,12 @@ print(json.dumps(outcome))
 
 
 def connects(targets: list[tuple[str, int]], seconds: float = 3) -> str:
-    """A program that tries a TCP connection to each (host, port) and prints, per target,
-    "connected" or the error's name."""
+    """A program that tries a TCP connection to each (host, port), all at once, and
+    prints, per target, "connected" or the error's name."""
     return rf"""
-import json, socket
+import json, socket, threading
 outcome = {{}}
-for host, port in {targets!r}:
+def attempt(host, port):
     s = socket.socket()
     s.settimeout({seconds})
     try:
@@ -91,6 +91,11 @@ for host, port in {targets!r}:
         outcome[host + ":" + str(port)] = type(error).__name__
     finally:
         s.close()
+threads = [threading.Thread(target=attempt, args=target) for target in {targets!r}]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
 print(json.dumps(outcome))
 """
 

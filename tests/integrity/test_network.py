@@ -101,16 +101,17 @@ def run_policy(run: HeldRun) -> dict[str, object]:
 
 
 def test_the_internet_with_restricted_egress(held_run: HeldRun, host_listener: int) -> None:
-    """Protection: Docker: the run's network is internal (no route out, Docker drops
-    what would leave the bridge; src/ssebench/backends/docker.py networks_for, and one
-    network per run once docker-net lands), and its name server (Docker's, 127.0.0.11)
-    resolves no outside name. Kubernetes: the NetworkPolicy allows egress to the
-    cluster's DNS and the proxy only (src/ssebench/backends/kubernetes/manifests.py
-    network_policy); on k8s-local the pod network itself has no way out. The attempt:
-    resolve an outside name, connect to a documentation address routed nowhere, and to
-    a listener on the Docker bridge's gateway, an address of this machine that stands
-    for the outside (nothing outside is contacted)."""
-    names = held_run.python_as_model(probes.resolves([OUTSIDE_NAME, "pypi.org"]))
+    """Protection: Docker: the run's network, its own, is internal (no route out;
+    Docker drops what would leave the bridge; src/ssebench/backends/docker_network.py),
+    its name server (Docker's, 127.0.0.11) resolves no outside name, and an INPUT rule
+    drops the run's connections to this host (docker_firewall.py). Kubernetes: the
+    NetworkPolicy allows egress to the cluster's DNS and the proxy only
+    (src/ssebench/backends/kubernetes/manifests.py network_policy); on k8s-local the pod
+    network itself has no way out. The attempt: resolve an outside name, connect to a
+    documentation address routed nowhere, and to a listener on the Docker bridge's
+    gateway, an address of this machine that stands for the outside (nothing outside
+    is contacted)."""
+    names = held_run.python_as_model(probes.resolves([OUTSIDE_NAME]))
     assert all(isinstance(found, str) for found in names.values()), names
     targets = [(OUTSIDE_ADDRESS, 80), (OUTSIDE_ADDRESS, 443)]
     if held_run.backend == "docker":
@@ -126,12 +127,12 @@ def test_the_internet_with_restricted_egress(held_run: HeldRun, host_listener: i
 
 def test_this_hosts_services(held_run: HeldRun, host_listener: int) -> None:
     """Protection: Docker: an internal network has no route to other networks, but this
-    host owns the bridge's gateway address and answers there; the per-run network of
-    docker-net adds an INPUT rule that drops the run's connections to this host
-    (src/ssebench/backends/docker_network.py). Kubernetes: the NetworkPolicy allows no
-    egress to this host (only DNS and the proxy). The attempt: connect to a listener
-    the test starts on every address of this host, through the run's gateway, the
-    Docker bridge's gateway and the host's own addresses."""
+    host owns the bridge's gateway address and would answer there: an INPUT rule keyed
+    on the run's bridge drops the run's connections to this host
+    (src/ssebench/backends/docker_network.py, docker_firewall.py). Kubernetes: the
+    NetworkPolicy allows no egress to this host (only DNS and the proxy). The attempt:
+    connect to a listener the test starts on every address of this host, through the
+    run's gateway, the Docker bridge's gateway and the host's own addresses."""
     if held_run.backend == "kubernetes":
         policy = run_policy(held_run)
         rules = policy["egress"]
@@ -150,11 +151,11 @@ def test_this_hosts_services(held_run: HeldRun, host_listener: int) -> None:
 
 @pytest.mark.docker
 def test_another_run(docker_sandbox: HeldRun, docker_sidecar: HeldRun) -> None:
-    """Protection: one network per run (docker-net: src/ssebench/backends/docker_network.py):
+    """Protection: one network per run (src/ssebench/backends/docker_network.py):
     the only other member of a run's network is the proxy; Docker drops traffic between
     bridges, so another run's container and its unauthenticated daemon (port 4263) are
-    out of reach even by address. Before docker-net, all runs shared ssebench_agents and
-    this attempt succeeded. The attempt: two runs at once (the sandbox and the sidecar
+    out of reach even by address. (When all runs shared one network, ssebench_agents,
+    this attempt succeeded.) The attempt: two runs at once (the sandbox and the sidecar
     held runs), each connecting to the other's daemon port and asking it for its diff."""
     for source, target in ((docker_sandbox, docker_sidecar), (docker_sidecar, docker_sandbox)):
         addresses = docker_addresses(f"ssebench-{target.run_id}")
