@@ -277,6 +277,8 @@ class Layer:
             destination.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             destination.write_bytes(content)
             destination.chmod(0o644)
+        if self.build_ca:
+            add_build_ca(context)
 
 
 @dataclass(frozen=True)
@@ -582,8 +584,6 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix=f"ssebench-{layer.kind}-") as context_dir:
         context = Path(context_dir)
         layer.write_context(context)
-        if layer.build_ca:
-            add_build_ca(context)
         argv = build_argv(layer, context, buildx=buildx)
         try:
             process = subprocess.Popen(

@@ -41,7 +41,9 @@ def make_agent(root: Path, data: dict[str, Any] | str, *, folder: str | None = N
 def no_extensions(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[EntryPoint]]:
     """The entry points the tests give; none unless a test adds some."""
     given: list[EntryPoint] = []
-    monkeypatch.setattr(agents, "entry_points", lambda group: [e for e in given if e.group == group])
+    monkeypatch.setattr(
+        agents, "entry_points", lambda group: [e for e in given if e.group == group]
+    )
     monkeypatch.delenv(agents.PATH_VARIABLE, raising=False)
     yield given
 

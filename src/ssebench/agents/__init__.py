@@ -119,8 +119,7 @@ def _upstream(value: object, where: str) -> Upstream | None:
     registry = _text(value, "registry", where, within="upstream ")
     if registry not in REGISTRIES:
         raise UserError(
-            f'{where}: upstream "registry" must be one of {", ".join(REGISTRIES)}, '
-            f"not {registry!r}"
+            f'{where}: upstream "registry" must be one of {", ".join(REGISTRIES)}, not {registry!r}'
         )
     package = _text(value, "package", where, within="upstream ")
     version = _text(value, "version", where, within="upstream ")
