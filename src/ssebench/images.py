@@ -581,6 +581,7 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
     output.say(f"building the {layer.kind} layer {layer.image}")
     started = time.monotonic()
     tail: deque[str] = deque(maxlen=BUILD_LOG_TAIL)
+    errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix=f"ssebench-{layer.kind}-") as context_dir:
         context = Path(context_dir)
         layer.write_context(context)
@@ -602,6 +603,8 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
             for line in process.stdout:
                 line = line.rstrip("\n")
                 tail.append(line)
+                if layer.kind == "agent-install" and len(errors) < 10 and is_install_error(line):
+                    errors.append(line)  # may scroll out of the tail before the step ends
                 if not output.quiet:
                     output.stream.write(f"  {layer.kind} | {line}\n")
                     output.stream.flush()
@@ -610,7 +613,8 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
         raise_if_unreachable("\n".join(tail))
         if layer.kind == "agent-install":
             raise ImageUnavailableError(
-                f"Building the install image {layer.image} failed: {install_error(tail)} "
+                f"Building the install image {layer.image} failed: "
+                f"{install_error([*errors, *tail])} "
                 "(check the pinned version and hashes in the agent folder, and that the "
                 f"package registry is reachable, with ${BUILD_CA_VARIABLE} naming this "
                 "machine's CA bundle if it needs one)",
@@ -630,17 +634,30 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
 _INSTALL_ERROR = re.compile(r"^(npm (ERR!|error)|ERROR:|E:|error:)\s*(.*)$", re.IGNORECASE)
 _INSTALL_ERROR_NOISE = re.compile(r"^(code|errno|syscall|A complete log|Log files)\b", re.I)
 _BUILDKIT_PREFIX = re.compile(r"^#\d+ [\d.]+ ")
+# The classic builder colours a step's stderr with terminal escapes.
+_TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# The builder's own words around a failed step, which say nothing about the failure.
+_BUILDER_NOISE = ("returned a non-zero code", "Removing intermediate container", "--->")
+
+
+def _plain(line: str) -> str:
+    return _BUILDKIT_PREFIX.sub("", _TERMINAL_ESCAPE.sub("", line)).strip()
+
+
+def is_install_error(line: str) -> bool:
+    """True for a line in which npm, pip or apt says what went wrong."""
+    match = _INSTALL_ERROR.match(_plain(line))
+    return bool(match and match.group(3) and not _INSTALL_ERROR_NOISE.match(match.group(3)))
 
 
 def install_error(log: Sequence[str]) -> str:
     """The one line of a failed install build's log that says what failed: the first
-    npm/pip/apt error line with content, else the last line of the log."""
-    lines = [_BUILDKIT_PREFIX.sub("", line).strip() for line in log]
+    npm/pip/apt error line, else the last line that is not the builder's own."""
+    lines = [_plain(line) for line in log]
     for line in lines:
-        match = _INSTALL_ERROR.match(line)
-        if match and match.group(3) and not _INSTALL_ERROR_NOISE.match(match.group(3)):
+        if is_install_error(line):
             return line
-    meaningful = [line for line in lines if line and "returned a non-zero code" not in line]
+    meaningful = [line for line in lines if line and not any(n in line for n in _BUILDER_NOISE)]
     return meaningful[-1] if meaningful else "the build printed nothing"
 
 

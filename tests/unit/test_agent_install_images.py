@@ -165,6 +165,14 @@ def test_publishing_names_are_unchanged_by_the_install_image(hello: Path) -> Non
             ["compiling", "segfault here", "The command 'x' returned a non-zero code: 139"],
             "segfault here",
         ),
+        (
+            [
+                "\x1b[91mERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE.",
+                "\x1b[0mRemoving intermediate container 44520aca9e74",
+            ],
+            "ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE.",
+        ),
+        (["oops", "\x1b[0mRemoving intermediate container 4452", " ---> 4ab"], "oops"),
         ([], "the build printed nothing"),
     ],
 )
@@ -175,8 +183,10 @@ def test_install_error_picks_the_line_that_says_what_failed(log: list[str], line
 def test_a_failed_install_build_is_one_line(fake_docker: FakeDocker, hello: Path) -> None:
     fake_docker.on(
         "build",
+        # The error line scrolls out of the log's tail: it is kept all the same.
         stdout="Step 7/9 : RUN pip install\nERROR: No matching distribution found for cowsay==6.1\n"
-        "The command '/bin/sh -c pip install' returned a non-zero code: 1\n",
+        + "".join(f"  more detail {number}\n" for number in range(40))
+        + "The command '/bin/sh -c pip install' returned a non-zero code: 1\n",
         status=1,
     )
     layer = images.agent_install_layer(read_agent(hello))

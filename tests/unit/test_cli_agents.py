@@ -87,3 +87,24 @@ def test_run_with_an_unknown_agent_lists_the_known_ones(tmp_path: Path) -> None:
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("ssebench: error: Unknown agent 'nobody'; the agents are: dummy, ")
     assert "ext-echo" in line and "reference" in line
+
+
+def test_images_publish_names_a_user_agents_images() -> None:
+    done = ssebench(
+        "images", "publish", "--dry-run", "--json", "--registry", "registry.test/sb",
+        "--local", str(REPO / "datasets" / "pilot"), "--tasks", "py-semver-prerelease",
+        "--agents", "hello-agent", "--agents-dir", str(EXAMPLES),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["images"] == [
+        "registry.test/sb/agent-hello-agent/py-semver-prerelease:1",
+        "registry.test/sb/agent-hello-agent/sidecar:1",
+        "registry.test/sb/tool-sidecar/py-semver-prerelease:1",
+    ]
+    unknown = ssebench(
+        "images", "publish", "--dry-run", "--registry", "r", "--tasks", "all",
+        "--agents", "hello-agent", "--local", str(REPO / "datasets" / "pilot"),
+        env={"SSEBENCH_AGENTS_PATH": ""},
+    )  # fmt: skip
+    assert unknown.returncode == 1
+    assert unknown.stderr.startswith("ssebench: error: Unknown agent 'hello-agent'")
