@@ -108,3 +108,17 @@ def test_images_publish_names_a_user_agents_images() -> None:
     )  # fmt: skip
     assert unknown.returncode == 1
     assert unknown.stderr.startswith("ssebench: error: Unknown agent 'hello-agent'")
+
+
+def test_eval_takes_agents_dir(tmp_path: Path) -> None:
+    tiny = REPO / "tests" / "fixtures" / "datasets" / "tiny"
+    done = ssebench(
+        "eval", "--backend", "fake", "--dataset", str(tiny), "--tasks", "tiny-add",
+        "--agent", "hello-agent", "--agents-dir", str(EXAMPLES),
+        "--results", str(tmp_path), "--report", str(tmp_path / "report.json"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["agent"] == "hello-agent"
+    summary = tmp_path / "tiny-add" / "none" / "hello-agent" / "latest" / "summary.json"
+    assert json.loads(summary.read_text())["config"]["agent"] == "hello-agent"
