@@ -5,8 +5,10 @@ a second prepare, and a broken pin failing in one line."""
 from __future__ import annotations
 
 import io
+import secrets
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,17 @@ pytestmark = pytest.mark.docker
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "agents" / "hello-agent"
 TASK = "py-semver-prerelease"
 INSTALLED = "/opt/ssebench/agents/hello-agent/install/lib/cowsay/__main__.py"
+# The tool layer and the agent runtime are tagged with the tool version, and other
+# checkouts on the same daemon build those tags from their own runtime: a version of
+# this module's own keeps their builds from replacing these images between two prepares.
+TOOL_VERSION = f"install-test-{secrets.token_hex(3)}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def remove_own_tags() -> Iterator[None]:
+    yield
+    for image in (f"ssebench/tool/{TASK}:{TOOL_VERSION}", f"ssebench/agent-runtime:{TOOL_VERSION}"):
+        subprocess.run(["docker", "image", "rm", image], capture_output=True, timeout=120)
 
 
 def request(agent_dir: Path, mode: str = "sandbox") -> ImageRequest:
@@ -31,6 +44,7 @@ def request(agent_dir: Path, mode: str = "sandbox") -> ImageRequest:
         agent=agent.name,
         agent_version=agent.version,
         mode=mode,  # type: ignore[arg-type]
+        tool_version=TOOL_VERSION,
         task_dir=PILOT_DATASET / TASK,
         agent_dir=agent_dir,
     )
