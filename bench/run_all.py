@@ -12,6 +12,7 @@ import sys
 import traceback
 from datetime import UTC, datetime
 
+import bench_agent_images
 import bench_eval_jobs
 import bench_k8s_api_calls
 import bench_k8s_readout
@@ -27,6 +28,7 @@ BENCHMARKS = (
     bench_k8s_readout,
     bench_k8s_api_calls,
     bench_prepare_cached,
+    bench_agent_images,
 )
 
 

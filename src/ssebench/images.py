@@ -18,6 +18,17 @@ the agent container's is the agent layer on a task-independent base:
     runtime  ssebench/agent-runtime:<tool version>             python3, git, the runtime
     agent    ssebench/agent-<agent>/sidecar:<agent version>    the agent's program
 
+An agent with an install.Dockerfile (an upstream program, pinned) also has an install
+image, built once for every task and both modes, from a scratch copy of its folder:
+
+    install  ssebench/agent-install/<agent>:<upstream version>-<agent version>
+
+and the agent layer copies that image's /opt/ssebench/agent-install/ to
+/opt/ssebench/agents/<agent>/install/. An agent without one copies the empty directory
+of ssebench/agent-install-empty:1 instead, so there is one agent.Dockerfile. The
+install image is an input of the agent layer: its digest is part of the agent layer's,
+and ensure_layers builds it (when not current) just before the layer that uses it.
+
 Prebuilt images (--prebuilt) are named by extensions.prebuilt_images only and pulled.
 
 This module also holds the few helpers that call the docker CLI and turn "the daemon
@@ -43,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TextIO
 
+from ssebench.agents import Agent, read_agent
 from ssebench.errors import ImageUnavailableError, UserError
 from ssebench.extensions import ImageRequest, Images, prebuilt_images
 from ssebench.runtime import __version__ as RUNTIME_VERSION
@@ -52,6 +64,7 @@ __all__ = [
     "DIGEST_LABEL",
     "BuildOutput",
     "Layer",
+    "agent_install_layer",
     "agent_layer",
     "build_argv",
     "build_case_images",
@@ -85,7 +98,11 @@ BUILD_LOG_TAIL = 25
 IGNORED_NAMES = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 
-LayerKind = Literal["case", "tool", "agent", "agent-runtime"]
+LayerKind = Literal["case", "tool", "agent", "agent-runtime", "agent-install"]
+# The builder stage of an install.Dockerfile: task-independent, so one fixed base.
+INSTALL_BASE_IMAGE = "debian:bookworm-slim"
+EMPTY_INSTALL_REPOSITORY = "ssebench/agent-install-empty"
+EMPTY_INSTALL_VERSION = "1"
 
 # Docker's reference grammar, one path component and a tag.
 _NAME_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
@@ -149,16 +166,26 @@ def run_docker(
     return completed
 
 
-# A CA bundle that a build's pip needs to reach the package index on some machines;
-# the Dockerfiles take it from build-ca/ca-bundle.crt and leave it out of the image.
+# A CA bundle that a build's pip or npm needs to reach the package registries on some
+# machines; the Dockerfiles take it from build-ca/ca-bundle.crt and leave it out of the
+# image they make.
 BUILD_CA_VARIABLE = "SSEBENCH_BUILD_CA_BUNDLE"
 
 
 def add_build_ca(context: Path) -> None:
-    """Put $SSEBENCH_BUILD_CA_BUNDLE (else $PIP_CERT), when set, into the build context."""
+    """Put $SSEBENCH_BUILD_CA_BUNDLE (else $PIP_CERT), when set, into the build context
+    as build-ca/ca-bundle.crt.
+
+    It serves pip (`--cert`, PIP_CERT) and npm (`npm config set cafile`,
+    NODE_EXTRA_CA_CERTS) alike: the stack's and the chart's images and the agents'
+    install images (install.Dockerfile) use it in a build stage only, never in the
+    image they leave. It is not part of a layer's digest: it is this machine's, not
+    the image's content. build-ca/ exists afterwards also without a bundle (empty), so
+    a Dockerfile can `COPY build-ca/ ...` and then test for the file.
+    """
+    (context / "build-ca").mkdir(exist_ok=True)
     bundle = os.environ.get(BUILD_CA_VARIABLE) or os.environ.get("PIP_CERT")
     if bundle and Path(bundle).is_file():
-        (context / "build-ca").mkdir(exist_ok=True)
         shutil.copyfile(bundle, context / "build-ca" / "ca-bundle.crt")
 
 
@@ -190,6 +217,9 @@ class Layer:
     sources maps a path in the build context to a file or folder on this host, and
     generated maps a context path to the bytes of a file made here (task.json). An
     empty context path is the context's root. tag None means the content digest.
+    inputs are the other images the build copies from (COPY --from): their digests
+    are part of this one's and they are built before it. build_ca adds the machine's
+    CA bundle to the context (add_build_ca).
     """
 
     kind: LayerKind
@@ -201,6 +231,8 @@ class Layer:
     generated: tuple[tuple[str, bytes], ...] = ()
     parent: Layer | None = None
     platform: str | None = None
+    inputs: tuple[Layer, ...] = ()
+    build_ca: bool = False
 
     @functools.cached_property
     def digest(self) -> str:
@@ -213,6 +245,7 @@ class Layer:
             hashlib.sha256(self.dockerfile.read_bytes()).hexdigest(),
             json.dumps(sorted(self.build_args.items())),
         ]
+        parts.extend(f"input {layer.digest}" for layer in self.inputs)
         for entry in self.context_entries():
             parts.append(entry.fingerprint())
         for path, content in sorted(self.generated):
@@ -244,6 +277,8 @@ class Layer:
             destination.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             destination.write_bytes(content)
             destination.chmod(0o644)
+        if self.build_ca:
+            add_build_ca(context)
 
 
 @dataclass(frozen=True)
@@ -360,21 +395,73 @@ def tool_layer(task: Task, case: Layer, *, version: str) -> Layer:
     )
 
 
+def empty_install_layer(*, platform: str | None = None) -> Layer:
+    """The install image of an agent without install.Dockerfile: an empty
+    /opt/ssebench/agent-install/, built once (FROM scratch, no files)."""
+    return Layer(
+        kind="agent-install",
+        repository=EMPTY_INSTALL_REPOSITORY,
+        tag=EMPTY_INSTALL_VERSION,
+        dockerfile=DOCKERFILES / "agent-install-empty.Dockerfile",
+        build_args={},
+        sources=(),
+        platform=platform,
+    )
+
+
+def agent_install_layer(agent: Agent, *, platform: str | None = None) -> Layer:
+    """The task-independent install image of agent, from its install.Dockerfile with a
+    copy of its folder (and the build CA) as the context; the empty one without it.
+
+    Its tag names the versions, <upstream version>-<agent version> (the agent version
+    alone without "upstream"); its digest label covers every file of the folder, so an
+    edited folder is built again under the same tag.
+    """
+    dockerfile = agent.install_dockerfile
+    if dockerfile is None:
+        return empty_install_layer(platform=platform)
+    tag = f"{agent.upstream.version}-{agent.version}" if agent.upstream else agent.version
+    return Layer(
+        kind="agent-install",
+        repository=f"ssebench/agent-install/{_checked_component(agent.name, 'agent name')}",
+        tag=_checked_tag(tag, "install image tag (upstream version-agent version)"),
+        dockerfile=dockerfile,
+        build_args={"BASE_IMAGE": INSTALL_BASE_IMAGE},
+        sources=(("", agent.path),),
+        platform=platform,
+        build_ca=True,
+    )
+
+
 def agent_layer(
-    task: Task | None, base: Layer, *, agent: str, version: str, agent_dir: Path
+    task: Task | None,
+    base: Layer,
+    *,
+    agent: str,
+    version: str,
+    agent_dir: Path,
+    install: Layer | None = None,
 ) -> Layer:
-    """The agent layer: the agent's folder (agent.json, run) on top of base, the tool
-    layer of task; or, with task None, the agent runtime of a sidecar run."""
+    """The agent layer: the agent's folder (agent.json, run) and its install image's
+    files (install; the empty one when None) on top of base, the tool layer of task;
+    or, with task None, the agent runtime of a sidecar run."""
     place = "sidecar" if task is None else _checked_component(task.id, "task ID")
+    install = install or empty_install_layer(platform=base.platform)
     return Layer(
         kind="agent",
         repository=f"ssebench/agent-{_checked_component(agent, 'agent name')}/{place}",
         tag=_checked_tag(version, "agent version"),
         dockerfile=DOCKERFILES / "agent.Dockerfile",
-        build_args={"BASE_IMAGE": base.image, "AGENT_NAME": agent, "AGENT_VERSION": version},
+        build_args={
+            "BASE_IMAGE": base.image,
+            "INSTALL_IMAGE": install.image,
+            "AGENT_NAME": agent,
+            "AGENT_VERSION": version,
+        },
         sources=(("", agent_dir),),
         parent=base,
         platform=base.platform,
+        inputs=(install,),
     )
 
 
@@ -406,34 +493,33 @@ def _environment_layers(request: ImageRequest) -> tuple[Task, Layer, Layer]:
     return task, case, tool_layer(task, case, version=request.tool_version)
 
 
-def sidecar_layers(request: ImageRequest) -> tuple[list[Layer], list[Layer]]:
-    """A sidecar run's two stacks, bottom first: the environment container's (case,
-    tool) and the agent container's (agent runtime, agent)."""
-    _, case, tool = _environment_layers(request)
+def _request_agent_layer(request: ImageRequest, task: Task | None, base: Layer) -> Layer:
     assert request.agent_dir is not None  # checked by _environment_layers
-    runtime = agent_runtime_layer(version=request.tool_version, platform=request.platform)
-    agent = agent_layer(
-        None,
-        runtime,
+    install = agent_install_layer(read_agent(request.agent_dir), platform=request.platform)
+    return agent_layer(
+        task,
+        base,
         agent=request.agent,
         version=request.agent_version,
         agent_dir=request.agent_dir,
+        install=install,
     )
-    return [case, tool], [runtime, agent]
+
+
+def sidecar_layers(request: ImageRequest) -> tuple[list[Layer], list[Layer]]:
+    """A sidecar run's two stacks, bottom first: the environment container's (case,
+    tool) and the agent container's (agent runtime, agent; the agent layer's install
+    image is its input)."""
+    _, case, tool = _environment_layers(request)
+    runtime = agent_runtime_layer(version=request.tool_version, platform=request.platform)
+    return [case, tool], [runtime, _request_agent_layer(request, None, runtime)]
 
 
 def run_layers(request: ImageRequest) -> tuple[Layer, Layer, Layer]:
-    """The case, tool and agent layers of a sandbox run, bottom first."""
+    """The case, tool and agent layers of a sandbox run, bottom first (the agent
+    layer's install image is its input)."""
     task, case, tool = _environment_layers(request)
-    assert request.agent_dir is not None  # checked by _environment_layers
-    agent = agent_layer(
-        task,
-        tool,
-        agent=request.agent,
-        version=request.agent_version,
-        agent_dir=request.agent_dir,
-    )
-    return case, tool, agent
+    return case, tool, _request_agent_layer(request, task, tool)
 
 
 # --- builds -------------------------------------------------------------------------
@@ -495,6 +581,7 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
     output.say(f"building the {layer.kind} layer {layer.image}")
     started = time.monotonic()
     tail: deque[str] = deque(maxlen=BUILD_LOG_TAIL)
+    errors: list[str] = []
     with tempfile.TemporaryDirectory(prefix=f"ssebench-{layer.kind}-") as context_dir:
         context = Path(context_dir)
         layer.write_context(context)
@@ -516,12 +603,23 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
             for line in process.stdout:
                 line = line.rstrip("\n")
                 tail.append(line)
+                if layer.kind == "agent-install" and len(errors) < 10 and is_install_error(line):
+                    errors.append(line)  # may scroll out of the tail before the step ends
                 if not output.quiet:
                     output.stream.write(f"  {layer.kind} | {line}\n")
                     output.stream.flush()
         status = process.wait()
     if status != 0:
         raise_if_unreachable("\n".join(tail))
+        if layer.kind == "agent-install":
+            raise ImageUnavailableError(
+                f"Building the install image {layer.image} failed: "
+                f"{install_error([*errors, *tail])} "
+                "(check the pinned version and hashes in the agent folder, and that the "
+                f"package registry is reachable, with ${BUILD_CA_VARIABLE} naming this "
+                "machine's CA bundle if it needs one)",
+                image=layer.image,
+            )
         log = "\n".join(f"  {line}" for line in tail)
         raise ImageUnavailableError(
             f"Building the {layer.kind} layer {layer.image} failed (exit status {status}). "
@@ -529,6 +627,38 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
             image=layer.image,
         )
     output.say(f"built {layer.image} in {time.monotonic() - started:.1f} s")
+
+
+# The lines of an npm, pip or apt failure that say what went wrong, and the lines of
+# theirs that only point elsewhere (an error code, where the full log is).
+_INSTALL_ERROR = re.compile(r"^(npm (ERR!|error)|ERROR:|E:|error:)\s*(.*)$", re.IGNORECASE)
+_INSTALL_ERROR_NOISE = re.compile(r"^(code|errno|syscall|A complete log|Log files)\b", re.I)
+_BUILDKIT_PREFIX = re.compile(r"^#\d+ [\d.]+ ")
+# The classic builder colours a step's stderr with terminal escapes.
+_TERMINAL_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# The builder's own words around a failed step, which say nothing about the failure.
+_BUILDER_NOISE = ("returned a non-zero code", "Removing intermediate container", "--->")
+
+
+def _plain(line: str) -> str:
+    return _BUILDKIT_PREFIX.sub("", _TERMINAL_ESCAPE.sub("", line)).strip()
+
+
+def is_install_error(line: str) -> bool:
+    """True for a line in which npm, pip or apt says what went wrong."""
+    match = _INSTALL_ERROR.match(_plain(line))
+    return bool(match and match.group(3) and not _INSTALL_ERROR_NOISE.match(match.group(3)))
+
+
+def install_error(log: Sequence[str]) -> str:
+    """The one line of a failed install build's log that says what failed: the first
+    npm/pip/apt error line, else the last line that is not the builder's own."""
+    lines = [_plain(line) for line in log]
+    for line in lines:
+        if is_install_error(line):
+            return line
+    meaningful = [line for line in lines if line and not any(n in line for n in _BUILDER_NOISE)]
+    return meaningful[-1] if meaningful else "the build printed nothing"
 
 
 def layer_is_current(layer: Layer) -> bool:
@@ -555,9 +685,19 @@ def ensure_layers(
         return
     if not rebuild and layer_is_current(layers[-1]):
         return
-    for layer in layers:
+    for layer in _with_inputs(layers):
         if rebuild or not layer_is_current(layer):
             build_layer(layer, output)
+
+
+def _with_inputs(layers: Sequence[Layer]) -> list[Layer]:
+    """layers with each one's inputs just before it, each layer once."""
+    ordered: dict[str, Layer] = {}
+    for layer in layers:
+        for item in layer.inputs:
+            ordered.setdefault(item.image, item)
+        ordered.setdefault(layer.image, layer)
+    return list(ordered.values())
 
 
 def build_case_images(

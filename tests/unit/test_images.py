@@ -240,6 +240,7 @@ def test_layer_names(task: Task, agent_dir: Path) -> None:
     assert tool.build_args["BASE_IMAGE"] == case.image
     assert agent.build_args == {
         "BASE_IMAGE": tool.image,
+        "INSTALL_IMAGE": "ssebench/agent-install-empty:1",
         "AGENT_NAME": "solver",
         "AGENT_VERSION": "2.0",
     }
@@ -451,7 +452,9 @@ def test_only_stale_layers_are_built_bottom_first(
     fake_docker.on("image", "inspect", status=1, stderr="Error: No such image\n")
     images.ensure_layers([case, tool, agent], output=BuildOutput(stream=io.StringIO()))
     built = [argv[argv.index("--tag") + 1] for argv in fake_docker.calls() if "--tag" in argv]
-    assert built == [tool.image, agent.image]
+    # The agent layer's input, its (here empty) install image, is built just before it.
+    (install,) = agent.inputs
+    assert built == [tool.image, install.image, agent.image]
 
 
 def test_rebuild_builds_every_layer(fake_docker: FakeDocker, task: Task, agent_dir: Path) -> None:
@@ -460,7 +463,8 @@ def test_rebuild_builds_every_layer(fake_docker: FakeDocker, task: Task, agent_d
         fake_docker.on("image", "inspect", "*", "*", layer.image, stdout=labels_answer(layer))
     images.ensure_layers(layers, rebuild=True, output=BuildOutput(stream=io.StringIO()))
     built = [argv[argv.index("--tag") + 1] for argv in fake_docker.calls() if "--tag" in argv]
-    assert built == [layer.image for layer in layers]
+    case, tool, agent = layers
+    assert built == [case.image, tool.image, "ssebench/agent-install-empty:1", agent.image]
     assert not fake_docker.calls_of("image", "inspect")
 
 

@@ -40,6 +40,7 @@ from ssebench.tasks.dataset import resolve_dataset
 
 # The options of `ssebench run` that eval passes on to every run as they are.
 RUN_OPTIONS = (
+    "agents_dir",
     "model",
     "budget",
     "local",

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ssebench.cli.output import print_json
-from ssebench.cli.run import add_dataset_options
+from ssebench.cli.run import add_agents_dir_option, add_dataset_options
 from ssebench.errors import UserError
 
 
@@ -28,6 +28,7 @@ def register(commands: Any) -> None:
     publish.add_argument("--registry", required=True, help="e.g. registry.example.com/ssebench")
     publish.add_argument("--tasks", nargs="+", required=True, metavar="TASK", help="IDs, or all")
     publish.add_argument("--agents", nargs="+", required=True, metavar="AGENT")
+    add_agents_dir_option(publish)
     add_dataset_options(publish)
     publish.add_argument(
         "--mode",
@@ -89,7 +90,7 @@ def publish_command(arguments: argparse.Namespace) -> int:
         if arguments.tasks == ["all"]
         else [dataset.task(task_id) for task_id in arguments.tasks]
     )
-    agents = [load_agent(name) for name in dict.fromkeys(arguments.agents)]
+    agents = [load_agent(name, arguments.agents_dir) for name in dict.fromkeys(arguments.agents)]
     requests = publish.plan(
         tasks,
         agents,

@@ -7,11 +7,11 @@ import sys
 from collections.abc import Sequence
 
 from ssebench import __version__
-from ssebench.cli import dataset, doctor, images, proxy, run, runs, tasks, webui
+from ssebench.cli import agents, dataset, doctor, images, proxy, run, runs, tasks, webui
 from ssebench.cli import eval as evaluate
 from ssebench.errors import SsebenchError
 
-COMMAND_GROUPS = (run, evaluate, runs, tasks, dataset, doctor, webui, proxy, images)
+COMMAND_GROUPS = (run, evaluate, runs, tasks, agents, dataset, doctor, webui, proxy, images)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,9 +34,22 @@ def add_dataset_options(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--catalog", metavar="URL", help="a task catalog service")
 
 
+def add_agents_dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--agents-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of agent folders, or one agent folder (repeatable; also "
+        "$SSEBENCH_AGENTS_PATH); see `ssebench agents list`",
+    )
+
+
 def add_agent_options(parser: argparse.ArgumentParser, *, whose: str) -> None:
-    """--agent, --model and --budget; whose budget: "the run's" or "each run's"."""
+    """--agent, --agents-dir, --model and --budget; whose budget: "the run's" or
+    "each run's"."""
     parser.add_argument("--agent", required=True, help="the agent (reference, dummy, ...)")
+    add_agents_dir_option(parser)
     parser.add_argument("--model", help="the model; optional for agents that need none")
     parser.add_argument(
         "--budget",
@@ -128,7 +141,7 @@ def _settings(arguments: argparse.Namespace, backend_name: str, builds: bool) ->
     if arguments.platform and not arguments.platform.startswith("linux/"):
         raise UserError("--platform must look like linux/<arch>, e.g. linux/amd64")
     run_id = check_run_id(arguments.run_id) if arguments.run_id else new_run_id()
-    agent = load_agent(arguments.agent)
+    agent = load_agent(arguments.agent, arguments.agents_dir)
     if agent.needs_model and not arguments.model:
         raise UserError(f"The {agent.name} agent needs a model: pass --model NAME")
     if arguments.budget is not None and not arguments.model:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.backends import selected_backend_name
+from ssebench.cli.run import add_agents_dir_option
 from ssebench.errors import UserError
 from ssebench.webui.settings import DEFAULT_HOST, DEFAULT_PORT, load_settings
 
@@ -35,6 +36,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--backend", help="docker (default), kubernetes, ...; also $SSEBENCH_BACKEND"
     )
+    add_agents_dir_option(parser)
     parser.set_defaults(handler=webui_command)
 
 
@@ -45,6 +47,7 @@ def webui_command(arguments: argparse.Namespace) -> int:
         results=Path(arguments.results),
         dataset=arguments.local,
         backend=selected_backend_name(arguments.backend),
+        agents_dirs=tuple(Path(folder) for folder in arguments.agents_dir),
     )
     try:
         import uvicorn

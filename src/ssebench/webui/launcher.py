@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench.agents import builtin_agents
+from ssebench.agents import Agent, discover_agents
 from ssebench.errors import SsebenchError, UserError
 from ssebench.results import check_run_id, new_run_id
 from ssebench.tasks.dataset import Dataset, resolve_dataset
@@ -63,8 +63,13 @@ class Launcher:
             return load_catalog(self.settings.catalog)
         return resolve_dataset(self.settings.dataset, None)
 
+    def agents(self) -> dict[str, Agent]:
+        """The agents a launch may name: the built-in ones, the settings' agent folders,
+        $SSEBENCH_AGENTS_PATH's and the extensions' (ssebench.agents)."""
+        return {agent.name: agent for agent in discover_agents(self.settings.agents_dirs)}
+
     def options(self) -> dict[str, Any]:
-        """What the launch form offers: the dataset's tasks and the built-in agents."""
+        """What the launch form offers: the dataset's tasks and the agents."""
         dataset = self.dataset()
         return {
             "dataset": dataset.name,
@@ -78,7 +83,7 @@ class Launcher:
                     "description": agent.description,
                     "needs_model": agent.needs_model,
                 }
-                for agent in builtin_agents()
+                for agent in self.agents().values()
             ],
         }
 
@@ -94,7 +99,7 @@ class Launcher:
         check_run_id(run_id)
         dataset = self.dataset()
         dataset.task(task)  # raises TaskError naming the known tasks
-        agents = {known.name: known for known in builtin_agents()}
+        agents = self.agents()
         if agent not in agents:
             raise UserError(f"Unknown agent {agent!r}; the agents are: {', '.join(agents)}")
         if model is not None and not MODEL_PATTERN.match(model):
@@ -116,6 +121,7 @@ class Launcher:
             ),
             f"--task={task}",
             f"--agent={agent}",
+            *(f"--agents-dir={folder}" for folder in self.settings.agents_dirs),
             f"--results={self.results}",
         ]
         if model is not None:

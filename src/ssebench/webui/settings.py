@@ -44,6 +44,9 @@ class WebSettings:
     hosted: bool = False
     terminal: bool = False
     cors_origins: tuple[str, ...] = ()
+    # The user's agent folders (--agents-dir) the launcher offers besides the built-in
+    # ones and $SSEBENCH_AGENTS_PATH's; each launched run gets them too.
+    agents_dirs: tuple[Path, ...] = ()
 
     @property
     def loopback_only(self) -> bool:
@@ -128,6 +131,7 @@ def load_settings(
     dataset: str | None,
     backend: str,
     environment: Mapping[str, str] | None = None,
+    agents_dirs: tuple[Path, ...] = (),
 ) -> WebSettings:
     """The settings, checked. Raises UserError with one line saying what to change."""
     environment = os.environ if environment is None else environment
@@ -152,4 +156,6 @@ def load_settings(
         hosted=_flag(environment, HOSTED_VARIABLE),
         terminal=_flag(environment, TERMINAL_VARIABLE),
         cors_origins=_cors_origins(environment),
+        # Absolute, because a launched run may start in another folder.
+        agents_dirs=tuple(folder.resolve() for folder in agents_dirs),
     )
