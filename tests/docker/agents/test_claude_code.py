@@ -35,6 +35,13 @@ FIXED_LINE = (
 )
 
 
+def install_image() -> str:
+    """The agent's install image, named by its pinned versions (agent.json)."""
+    folder = Path(__file__).resolve().parents[3] / "src" / "ssebench" / "agents" / AGENT
+    agent = json.loads((folder / "agent.json").read_text())
+    return f"ssebench/agent-install/{AGENT}:{agent['upstream']['version']}-{agent['version']}"
+
+
 def call(call_id: str, name: str, arguments: dict[str, object]) -> dict[str, object]:
     return {"id": call_id, "name": name, "arguments": arguments}
 
@@ -210,7 +217,7 @@ def check_key_is_nowhere(
     summary = json.loads((run_dir / "summary.json").read_text())
     images = {image for image in summary["images"].values() if image}
     assert images, summary["images"]
-    images.add(f"ssebench/agent-install/{AGENT}:2.1.332-1")
+    images.add(install_image())
     for image in images:
         assert key not in docker("image", "inspect", image).stdout, image
         assert key not in docker("history", "--no-trunc", image).stdout, image
