@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from tests.cli import start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
@@ -90,6 +91,7 @@ def run_agent(
     arguments = [
         "run", "--local", str(PILOT_DATASET), "--task", TASK, "--agent", AGENT,
         "--model", model, "--run-id", run_id, "--results", str(tmp_path), "--timeout", "900",
+        "--difficulty", "1",
     ]  # fmt: skip
     process = start_ssebench(*arguments, env=model_stack.env)
     watcher = Sampler(f"ssebench-{run_id}") if sampler else None
@@ -128,21 +130,22 @@ def test_mini_swe_agent_reads_checks_edits_and_passes(
         "call-read", "call-check", "call-edit", "call-recheck", "call-submit",
     ]  # fmt: skip
     assert "def _prerelease_key" in str(finished["call-read"]["output"])
-    assert finished["call-check"]["input"] == "test_patch"
-    assert str(finished["call-check"]["output"]).startswith("FAILED")
-    assert finished["call-check"]["status"] == "error"
+    # The task's visible tests do not cover the bug: test_patch passes before and after.
+    for check in ("call-check", "call-recheck"):
+        assert finished[check]["input"] == "test_patch"
+        assert str(finished[check]["output"]).startswith("PASSED: the build and the tests")
+        assert finished[check]["status"] == "success"
     assert finished["call-edit"]["status"] == "success"
-    assert str(finished["call-recheck"]["output"]).startswith("PASSED")
-    assert finished["call-recheck"]["status"] == "success"
+    assert finished["call-submit"]["status"] == "success"
     messages = [e for e in agent if e["type"] == "message"]
     assert [m["step"] for m in messages] == [1, 2, 3, 4, 5]
     assert messages[0]["usage"] == {"input_tokens": 1000, "output_tokens": 100}
     usage = next(e for e in agent if e["type"] == "usage")
     assert usage["input_tokens"] == 5000 and usage["model_calls"] == 5
     assert agent[-1]["type"] == "complete" and agent[-1]["status"] == "success"
-    # The runtime saw the two checks, asked for through MCP.
+    # The runtime ran the two checks, asked for through MCP (difficulty 1: with the tests).
     events = [json.loads(line) for line in (run_dir / "archive" / "dialog.jsonl").open()]
-    assert len([e for e in events if e["type"] == "tool_call"]) == 2
+    assert [e["tool"] for e in events if e["type"] == "tool_call"] == ["test", "test"]
     assert "_identifier_key" in (run_dir / "final.patch").read_text()
 
     chats = model_stack.requests(model)

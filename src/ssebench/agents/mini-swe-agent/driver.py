@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,10 @@ for _name, _value in {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
 }.items():
     os.environ.setdefault(_name, _value)
+
+# LiteLLM's response objects do not match pydantic's idea of them when mini-swe-agent
+# dumps them; the dump is right, the warning is noise in the agent log.
+warnings.filterwarnings("ignore", message="Pydantic serializer warnings", category=UserWarning)
 
 import litellm  # noqa: E402
 import yaml  # noqa: E402
@@ -118,6 +123,7 @@ class Emitter:
         self.input_tokens = 0
         self.output_tokens = 0
         self.commands: dict[str, str] = {}
+        self.running: list[str] = []
 
     def send(self, event: dict[str, Any]) -> None:
         EVENTS.write(self.redact(json.dumps(event)) + "\n")
@@ -129,6 +135,8 @@ class Emitter:
             self.assistant(message, extra)
         elif role == "tool" or (role == "user" and "returncode" in extra):
             self.observation(message, extra)
+        elif role == "exit":
+            self.exit(message, extra)
         elif role == "user" and extra.get("interrupt_type"):
             # mini-swe-agent's answer to a reply it could not use (no or a bad tool call).
             self.send({"type": "message", "role": "user", "text": clip(text_of(message))})
@@ -154,6 +162,7 @@ class Emitter:
             call_id = str(action.get("tool_call_id") or f"step{self.step}-{index}")
             command = str(action.get("command", ""))
             self.commands[call_id] = command
+            self.running.append(call_id)
             self.send(
                 {
                     "type": "tool",
@@ -170,6 +179,8 @@ class Emitter:
         if extra.get("exception_info"):
             output = f"{output}\n{extra['exception_info']}".strip()
         returncode = extra.get("returncode")
+        if call_id in self.running:
+            self.running.remove(call_id)
         self.send(
             {
                 "type": "tool",
@@ -181,6 +192,23 @@ class Emitter:
                 "exit_code": returncode,
             }
         )
+
+    def exit(self, message: dict[str, Any], extra: dict[str, Any]) -> None:
+        """The agent's last word: a bash call that submitted (its output is the
+        submission, and mini-swe-agent adds no result for it) ends here."""
+        submitted = extra.get("exit_status") == "Submitted"
+        for call_id in self.running:
+            self.send(
+                {
+                    "type": "tool",
+                    "id": call_id,
+                    "name": "bash",
+                    "status": "success" if submitted else "error",
+                    "input": clip(self.commands.get(call_id, "")),
+                    "output": clip(text_of(message)),
+                }
+            )
+        self.running.clear()
 
     def usage(self, agent: DefaultAgent | None) -> None:
         event: dict[str, Any] = {

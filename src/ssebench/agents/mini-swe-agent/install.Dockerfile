@@ -41,12 +41,21 @@ RUN set -eu; \
     python3 -m pip install --no-cache-dir $cert --break-system-packages \
         --require-hashes --no-deps --only-binary=:all: \
         --target "$home/lib/python3/dist-packages" -r requirements.txt; \
+    rm -rf /build/build-ca /root/.cache
+RUN set -eu; \
+    home=/opt/ssebench/agent-install/python; \
+    version=3.11; \
     find "$home" -type f \( -name '*.so' -o -name '*.so.*' -o -path "$home/bin/*" \) \
         -exec ldd {} \; 2>/dev/null \
       | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' | sort -u \
       | grep -v -E '/(libc|libm|libpthread|libdl|librt|libresolv|libutil|ld-linux[^/]*)\.so' \
       | while read -r library; do cp -L "$library" "$home/lib/native/"; done; \
+    # Bytecode, made once here: the agent's user cannot write beside the sources, and
+    # LiteLLM takes many seconds to compile at every start. Unchecked: the install
+    # never changes, whatever times a copy gives its files.
     find "$home" -name __pycache__ -prune -exec rm -rf {} +; \
+    PYTHONHOME="$home" LD_LIBRARY_PATH="$home/lib/native" "$home/bin/python$version" -s \
+      -m compileall -q -j 0 --invalidation-mode unchecked-hash "$home/lib" >/dev/null; \
     printf '%s\n' \
       '#!/bin/sh' \
       '# The install'"'"'s own Python, whatever the image has: see install.Dockerfile.' \
@@ -58,8 +67,7 @@ RUN set -eu; \
     install -m 0755 /opt/ssebench/agent-install/bin-python3 /opt/ssebench/agent-install/bin/python3; \
     rm /opt/ssebench/agent-install/bin-python3; \
     grep -m1 '^mini-swe-agent==' requirements.txt | cut -d= -f3 | cut -d' ' -f1 \
-      > /opt/ssebench/agent-install/VERSION; \
-    rm -rf /build/build-ca /root/.cache
+      > /opt/ssebench/agent-install/VERSION
 
 # The install must work on its own: no Debian python3 on the path, no build CA.
 FROM ${BASE_IMAGE} AS check
