@@ -26,7 +26,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /build
-COPY . /build/
+# The pins and the CA only (build-ca* matches nothing without one): the agent layer
+# copies the rest of the folder, so an edited wrapper reuses this stage's layers.
+COPY requirements.txt build-ca* /build/
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 RUN set -eu; \
     home=/opt/ssebench/agent-install/python; \
@@ -37,11 +39,11 @@ RUN set -eu; \
     cp -a "/usr/lib/python$version" "$home/lib/python$version"; \
     rm -rf "$home/lib/python$version/test" "$home/lib/python$version/__pycache__"; \
     cert=""; \
-    if [ -f build-ca/ca-bundle.crt ]; then cert="--cert /build/build-ca/ca-bundle.crt"; fi; \
+    if [ -f ca-bundle.crt ]; then cert="--cert /build/ca-bundle.crt"; fi; \
     python3 -m pip install --no-cache-dir $cert --break-system-packages \
         --require-hashes --no-deps --only-binary=:all: \
         --target "$home/lib/python3/dist-packages" -r requirements.txt; \
-    rm -rf /build/build-ca /root/.cache
+    rm -rf /build/ca-bundle.crt /root/.cache
 RUN set -eu; \
     home=/opt/ssebench/agent-install/python; \
     version=3.11; \
