@@ -189,13 +189,13 @@ def test_mini_swe_agent_whose_model_answers_500_ends_as_an_error(
     took = time.monotonic() - started
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "error", summary
-    assert str(summary["error_msg"]).startswith("Model error: ModelUnusable") or (
-        "InternalServerError" in str(summary["error_msg"])
-    ), summary
-    assert "the upstream is down" in str(summary["error_msg"]), summary
+    error = str(summary["error_msg"])
+    assert error.startswith("Model error: InternalServerError"), summary
+    assert "the upstream is down" in error, summary
     complete = agent_events(run_dir)[-1]
     assert complete["type"] == "complete" and complete["model_error"] is True
     # mini-swe-agent's retries are bounded (3 attempts): the run ends by itself, long
     # before its 900 s timeout.
     assert took < 400, took
-    assert 1 <= len(model_stack.requests(model)) <= 9
+    # Each of mini-swe-agent's attempts reached the upstream (the proxy may retry too).
+    assert len(model_stack.requests(model)) >= 3
