@@ -57,6 +57,7 @@ class Sampler:
         self.container = container
         self.host: list[str] = []
         self.inside: list[str] = []
+        self.labels: list[str] = []
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self.sample, daemon=True)
 
@@ -72,6 +73,13 @@ class Sampler:
             )
             if inside.returncode == 0:
                 self.inside.append(inside.stdout)
+            labels = subprocess.run(
+                ["docker", "inspect", "--format", "{{json .Config.Labels}}", self.container],
+                capture_output=True,
+                text=True,
+            )
+            if labels.returncode == 0:
+                self.labels.append(labels.stdout)
             self.stopped.wait(0.5)
 
     def __enter__(self) -> Sampler:
@@ -153,10 +161,17 @@ def test_mini_swe_agent_reads_checks_edits_and_passes(
     assert chats[0]["body"]["tools"][0]["function"]["name"] == "bash"
     assert chats[-1]["body"]["messages"][-1]["role"] == "tool"
 
-    # The run key: in no file of the run directory, no process's argv, no label.
+    # The run key: in no file of the run directory, no process's argv, no label, no image.
     assert sampler is not None and sampler.inside, "the container's processes were sampled"
     assert any("driver.py" in sample for sample in sampler.inside), "sampled during the run"
-    assert not any(key in sample for sample in sampler.host + sampler.inside)
+    assert sampler.labels, "the container's labels were read"
+    assert not any(key in sample for sample in sampler.host + sampler.inside + sampler.labels)
+    for image in (f"ssebench/agent-{AGENT}/{TASK}:1", f"ssebench/agent-install/{AGENT}:2.4.6-1"):
+        inspect = subprocess.run(["docker", "image", "inspect", image], capture_output=True)
+        history = subprocess.run(
+            ["docker", "history", "--no-trunc", image], capture_output=True, check=True
+        )
+        assert inspect.returncode == 0 and key.encode() not in inspect.stdout + history.stdout
     for path in run_dir.rglob("*"):
         if path.is_file():
             assert key not in path.read_text(errors="replace"), path
