@@ -85,8 +85,11 @@ def test_run_with_an_unknown_agent_lists_the_known_ones(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 1
     (line,) = done.stderr.strip().splitlines()
-    assert line.startswith("ssebench: error: Unknown agent 'nobody'; the agents are: dummy, ")
-    assert "ext-echo" in line and "reference" in line
+    prefix = "ssebench: error: Unknown agent 'nobody'; the agents are: "
+    assert line.startswith(prefix)
+    known = line.removeprefix(prefix).split(", ")
+    assert known == sorted(known)
+    assert {"dummy", "ext-echo", "reference", "claude-code"} <= set(known)
 
 
 def test_images_publish_names_a_user_agents_images() -> None:
