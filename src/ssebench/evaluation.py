@@ -317,8 +317,16 @@ class ScheduledBackend(Backend):
     def prepare_images(self, request: ImageRequest) -> Images:
         return self.inner.prepare_images(request)
 
-    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
-        self.inner.copy_from_image(image, path, dest, platform)
+    def copy_from_image(
+        self,
+        image: str,
+        path: str,
+        dest: Path,
+        platform: str | None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        self.inner.copy_from_image(image, path, dest, platform, labels=labels)
 
     def wait(self, handle: RunHandle, timeout: float | None) -> int:
         return self.inner.wait(handle, timeout)

@@ -284,9 +284,20 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
-    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+    def copy_from_image(
+        self,
+        image: str,
+        path: str,
+        dest: Path,
+        platform: str | None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         """Copy the file at path out of image into dest without starting a run.
 
+        labels: the run's labels (RunSpec.labels). A backend that makes something for
+        the copy (a container, a pod) puts them on it, with the backend's own, so that
+        a runner killed during the copy leaves nothing `ssebench runs prune` cannot find.
         Raises RuntimeError on failure.
         """
 

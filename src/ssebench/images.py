@@ -46,7 +46,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -58,6 +57,7 @@ from ssebench.agents import Agent, read_agent
 from ssebench.errors import ImageUnavailableError, UserError
 from ssebench.extensions import ImageRequest, Images, prebuilt_images
 from ssebench.runtime import __version__ as RUNTIME_VERSION
+from ssebench.scratch import scratch_folder
 from ssebench.tasks.model import HIDDEN_FOLDER, REFERENCE_PATCH, SOURCE_FOLDER, Task, load_task
 
 __all__ = [
@@ -142,9 +142,10 @@ def docker_missing() -> UserError:
 
 
 def run_docker(
-    args: Sequence[str], *, timeout: float | None = None
+    args: Sequence[str], *, timeout: float | None = None, pass_fds: Sequence[int] = ()
 ) -> subprocess.CompletedProcess[str]:
     """Run `docker ARGS` with its output captured, and return it whatever its status.
+    pass_fds: descriptors docker inherits (an env file that is a pipe).
 
     Raises UserError when docker is missing or its daemon unreachable; every other
     failure is the caller's to interpret (failure_reason gives its one-line reason).
@@ -158,6 +159,7 @@ def run_docker(
             stdin=subprocess.DEVNULL,
             timeout=timeout,
             check=False,
+            pass_fds=tuple(pass_fds),
         )
     except FileNotFoundError:
         raise docker_missing() from None
@@ -582,8 +584,7 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
     started = time.monotonic()
     tail: deque[str] = deque(maxlen=BUILD_LOG_TAIL)
     errors: list[str] = []
-    with tempfile.TemporaryDirectory(prefix=f"ssebench-{layer.kind}-") as context_dir:
-        context = Path(context_dir)
+    with scratch_folder(layer.kind) as context:
         layer.write_context(context)
         argv = build_argv(layer, context, buildx=buildx)
         try:
@@ -600,14 +601,23 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
             raise docker_missing() from None
         with process:
             assert process.stdout is not None
-            for line in process.stdout:
-                line = line.rstrip("\n")
-                tail.append(line)
-                if layer.kind == "agent-install" and len(errors) < 10 and is_install_error(line):
-                    errors.append(line)  # may scroll out of the tail before the step ends
-                if not output.quiet:
-                    output.stream.write(f"  {layer.kind} | {line}\n")
-                    output.stream.flush()
+            try:
+                for line in process.stdout:
+                    line = line.rstrip("\n")
+                    tail.append(line)
+                    if (
+                        layer.kind == "agent-install"
+                        and len(errors) < 10
+                        and is_install_error(line)
+                    ):
+                        errors.append(line)  # may scroll out of the tail before the step ends
+                    if not output.quiet:
+                        output.stream.write(f"  {layer.kind} | {line}\n")
+                        output.stream.flush()
+            except BaseException:
+                # Interrupted (SIGINT or SIGTERM): end the build before its context goes.
+                process.terminate()
+                raise
         status = process.wait()
     if status != 0:
         raise_if_unreachable("\n".join(tail))

@@ -23,6 +23,15 @@ DEADLINE = "ssebench.deadline"
 # Which process started the run, so `ssebench runs prune` can tell an abandoned run.
 RUNNER_HOST = "ssebench.runner-host"
 RUNNER_PID = "ssebench.runner-pid"
+# A short-lived container of a run that is not the run itself (the reference patch's
+# copy): it carries the run's labels so prune finds it, and this one says what it is.
+HELPER = "ssebench.helper"
+# uid:gid of a runner that is not root: while the run's container runs, the run
+# directory is root's; whoever removes the run gives it back to this owner.
+RESULTS_OWNER = "ssebench.results-owner"
+# The SHA-256 of a run's model key (the form the proxy's admin API accepts with the
+# master key only): `ssebench runs prune` revokes the key of a run whose runner died.
+KEY_SHA256 = "ssebench.key-sha256"
 # A run started with --keep-container: prune leaves it to `ssebench runs remove`.
 KEEP = "ssebench.keep"
 # A Docker run's archive volume and the helper container that copies it out: the run ID.

@@ -63,6 +63,20 @@ def path_component(name: str) -> str:
     return cleaned if cleaned not in ("", ".", "..") else "_"
 
 
+def make_results_root(root: Path) -> None:
+    """Make the results folder (--results) if it is missing. Raises UserError when it
+    is a file, or cannot be made."""
+    if root.exists() and not root.is_dir():
+        raise UserError(f"--results {root} is a file, not a folder; pass --results DIR")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(
+            f"Cannot make the results folder {root}: {error.strerror}; "
+            "pass --results DIR with a folder you can write"
+        ) from None
+
+
 @dataclass(frozen=True)
 class RunDirectory:
     """Where one run's files go on the runner's host."""

@@ -143,28 +143,45 @@ class RunOutcome:
 
 
 class StopRequest:
-    """Turns the first SIGTERM/SIGINT during a run into backend.stop, once.
+    """Turns signals during a run into backend.stop: the first stops the run (with a
+    grace), the second kills it (no grace). Either way, once.
 
-    The stop runs in a thread so the main thread keeps waiting for the container,
-    which then exits (143) and is recorded as usual.
+    The stops run in threads so the main thread keeps waiting for the container, which
+    then exits (143, or 137 when killed) and is recorded as usual. recording is set by
+    the runner once the container's wait is over: from then on the run is removed and
+    recorded whatever more signals come.
     """
 
     def __init__(self) -> None:
         self.requested = threading.Event()
+        self.killed = threading.Event()
+        self.recording = threading.Event()
         self._lock = threading.Lock()
         self._backend: Backend | None = None
         self._handle: RunHandle | None = None
         self._stopping = False
+        self._killing = False
+        # 128 + the signal that killed the run: the status the process ends with.
+        self.exit_status: int | None = None
 
     def attach(self, backend: Backend, handle: RunHandle) -> None:
         with self._lock:
             self._backend, self._handle = backend, handle
         if self.requested.is_set():
             self._stop_in_background()
+        if self.killed.is_set():
+            self._kill_in_background()
 
     def request(self) -> None:
         self.requested.set()
         self._stop_in_background()
+
+    def kill(self, signum: int | None = None) -> None:
+        if signum is not None:
+            self.exit_status = 128 + signum
+        self.requested.set()
+        self.killed.set()
+        self._kill_in_background()
 
     def _stop_in_background(self) -> None:
         with self._lock:
@@ -176,22 +193,41 @@ class StopRequest:
             target=backend.stop, args=(handle, STOP_GRACE_SECONDS), daemon=True
         ).start()
 
+    def _kill_in_background(self) -> None:
+        with self._lock:
+            if self._killing or self._backend is None or self._handle is None:
+                return
+            self._killing = True
+            backend, handle = self._backend, self._handle
+        threading.Thread(target=backend.stop, args=(handle, 0), daemon=True).start()
+
 
 @contextmanager
 def stop_on_signals(stop: StopRequest, out: TextIO) -> Iterator[None]:
-    """First SIGTERM or SIGINT: stop the run and record it. Second: end the process."""
+    """First SIGTERM or SIGINT: stop the run and record it. Second: kill the run and
+    record it. Third: end the process, unless the run is being removed and recorded
+    already, which then finishes first (a run must never be left unrecorded)."""
     received = 0
 
     def handle(signum: int, frame: FrameType | None) -> None:
         nonlocal received
         received += 1
-        if received > 1:
-            out.write("ssebench: second signal, exiting now\n")
+        name = signal.Signals(signum).name
+        if received == 1:
+            out.write(f"ssebench: {name}: stopping the run; a second signal kills it\n")
+            out.flush()
+            stop.request()
+        elif received == 2:
+            out.write(f"ssebench: {name}: killing the run; it is still recorded\n")
+            out.flush()
+            stop.kill(signum)
+        elif stop.recording.is_set():
+            out.write(f"ssebench: {name}: removing and recording the run first\n")
+            out.flush()
+        else:
+            out.write(f"ssebench: {name}: exiting now; the run is removed and recorded\n")
             out.flush()
             raise SystemExit(128 + signum)
-        out.write(f"ssebench: {signal.Signals(signum).name}: stopping the run\n")
-        out.flush()
-        stop.request()
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -264,7 +300,9 @@ class Runner:
         handle: RunHandle | None = None
         timings: dict[str, float] = {}
         try:
-            spec = self._spec(settings, images, run_dir)
+            key = model_session.key if model_session is not None else None
+            key_hash = key.hashed if key is not None and key.managed else None
+            spec = self._spec(settings, images, run_dir, key_hash)
             handle = self.backend.start(spec)
             stop.attach(self.backend, handle)
             running = time.monotonic()
@@ -282,6 +320,8 @@ class Runner:
         except BaseException as error:  # recorded below, then raised again
             failure = error
         finally:
+            # From here on, signals no longer end this process (stop_on_signals).
+            stop.recording.set()
             if handle is not None:
                 self._cleanup(handle)
         spend: float | None = None
@@ -311,17 +351,34 @@ class Runner:
         except Exception as error:  # best effort, as the interface says; never mask the run
             self.say(f"cleanup of {handle.run_id} failed: {type(error).__name__}: {error}")
 
-    def _spec(self, settings: RunSettings, images: Images, run_dir: RunDirectory) -> RunSpec:
+    def _spec(
+        self,
+        settings: RunSettings,
+        images: Images,
+        run_dir: RunDirectory,
+        key_hash: str | None = None,
+    ) -> RunSpec:
         sidecar = settings.mode == "sidecar"
         if sidecar and images.environment is None:
             raise UserError("A sidecar run needs an environment image; prepare_images gave none")
+        run_labels = labels.run_labels(
+            run_id=settings.run_id,
+            task_id=settings.task.id,
+            model=settings.model_label,
+            agent=settings.agent.name,
+            results=str(run_dir.path),
+            reference_run=settings.agent.is_reference,
+        )
+        if key_hash is not None:
+            # Whoever removes the run if its runner dies (prune) revokes the key by it.
+            run_labels[labels.KEY_SHA256] = key_hash
         artifacts: tuple[Mount, ...] = ()
         if settings.agent.is_reference:
             patch = run_dir.path / REFERENCE_PATCH_COPY
             # In sidecar mode only the environment image holds the task's files.
             task_image = images.environment if sidecar and images.environment else images.run
             self.backend.copy_from_image(
-                task_image, IMAGE_REFERENCE_PATCH, patch, settings.platform
+                task_image, IMAGE_REFERENCE_PATCH, patch, settings.platform, labels=run_labels
             )
             artifacts = (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
         env = {
@@ -350,14 +407,7 @@ class Runner:
             artifacts=artifacts,
             network=NetworkPolicy(egress=settings.egress),
             platform=settings.platform,
-            labels=labels.run_labels(
-                run_id=settings.run_id,
-                task_id=settings.task.id,
-                model=settings.model_label,
-                agent=settings.agent.name,
-                results=str(run_dir.path),
-                reference_run=settings.agent.is_reference,
-            ),
+            labels=run_labels,
             timeout=settings.timeout,
             keep=settings.keep,
             sidecar=sidecar_pair(settings, images, env) if sidecar else None,

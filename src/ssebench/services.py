@@ -8,13 +8,13 @@ context made here from the checkout, so only what the image needs is sent to the
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 from ssebench import __version__
 from ssebench.errors import UserError
 from ssebench.images import add_build_ca, failure_reason, run_docker
+from ssebench.scratch import scratch_folder
 
 SERVICES = ("litellm", "catalog", "webui", "postgres")
 BUILD_TIMEOUT_SECONDS = 1800.0
@@ -108,8 +108,7 @@ def build_service(
         raise UserError(f"Unknown service {name!r}; the services are: {', '.join(SERVICES)}")
     root = checkout()
     image = service_image(name, registry=registry, tag=tag)
-    with tempfile.TemporaryDirectory(prefix="ssebench-service-") as scratch:
-        context = Path(scratch)
+    with scratch_folder("service") as context:
         (context / "build-ca").mkdir()
         add_build_ca(context)
         arguments = CONTEXTS[name](root, context, database)

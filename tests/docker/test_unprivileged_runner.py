@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -13,9 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.cli import last_line_verdict, run_arguments
+from tests.cli import last_line_verdict, run_arguments, sleeper_started
 from tests.conftest import PILOT_DATASET, ROOT
 from tests.docker.conftest import new_run_id
+from tests.polling import wait_until
 
 pytestmark = pytest.mark.docker
 USER_ID = 4242
@@ -85,3 +87,62 @@ def test_a_user_in_the_docker_group_can_read_and_record_its_run(shared_folder: P
     assert summary["status"] == "passed" and summary["grade"]["steps"]
     owners = {path.stat().st_uid for path in [run_dir, *run_dir.rglob("*")]}
     assert owners == {USER_ID}, owners
+
+
+def owners_of(run_dir: Path) -> set[int]:
+    return {path.lstat().st_uid for path in [run_dir, *run_dir.rglob("*")]}
+
+
+@pytest.mark.parametrize("fault", ["second-signal", "kill-then-prune"])
+def test_a_user_gets_the_run_directory_back_after_a_killed_run(
+    shared_folder: Path, fault: str
+) -> None:
+    """The container makes the run directory root's while it runs; killed before it
+    could give it back, the removal (the runner's own, or prune's) gives it back."""
+    ssebench_command, environment, dataset = install_for_the_user(shared_folder / "install")
+    docker_gid = subprocess.run(
+        ["getent", "group", "docker"], capture_output=True, text=True, check=True
+    ).stdout.split(":")[2]
+    results = shared_folder / "results"
+    results.mkdir()
+    os.chown(results, USER_ID, USER_ID)
+    run_id = new_run_id(f"user-{fault}")
+    arguments = run_arguments(dataset, "py-semver-prerelease", "sleeper", run_id, results)
+    env = {**os.environ, **environment, "HOME": str(shared_folder)}
+    setpriv = [
+        shutil.which("setpriv") or "setpriv",
+        f"--reuid={USER_ID}",
+        f"--regid={USER_ID}",
+        f"--groups={docker_gid}",
+    ]
+    log = shared_folder / "runner.log"
+    with log.open("w") as output:
+        runner = subprocess.Popen(
+            [*setpriv, *ssebench_command, *arguments, "--timeout", "120"],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    run_dir = results / "py-semver-prerelease" / "none" / "sleeper" / run_id
+    try:
+        wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
+        assert os.stat(run_dir).st_uid == 0, "the container makes it root's while it runs"
+        if fault == "second-signal":
+            runner.send_signal(signal.SIGTERM)
+            runner.send_signal(signal.SIGINT)  # kill: no time to hand back
+            runner.wait(timeout=120)
+            assert (run_dir / "summary.json").is_file(), log.read_text()[-2000:]
+        else:
+            runner.kill()
+            runner.wait(timeout=60)
+            done = subprocess.run(
+                [*setpriv, *ssebench_command, "runs", "prune", "--json"],
+                capture_output=True, text=True, timeout=300, env=env,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            assert run_id in done.stdout
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        subprocess.run(["docker", "rm", "-f", f"ssebench-{run_id}"], capture_output=True)
+    assert owners_of(run_dir) == {USER_ID}

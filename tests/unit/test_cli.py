@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +65,53 @@ def test_require_pass_exits_1_on_a_failed_grade(tmp_path: Path) -> None:
 def test_bad_input_is_one_line_and_exit_1(tmp_path: Path, extra: list[str], expected: str) -> None:
     arguments = tiny_run(tmp_path, "reference", "cli-bad") + extra
     assert expected in one_line_error(ssebench(*arguments))
+
+
+def broken_dataset(tmp_path: Path, task_yaml: str) -> Path:
+    """A copy of the tiny dataset whose tiny-add/task.yaml is broken: "not-utf8" (bytes
+    that are not UTF-8) or "folder" (a folder of that name)."""
+    dataset = tmp_path / "dataset"
+    shutil.copytree(TINY, dataset)
+    task_file = dataset / "tiny-add" / "task.yaml"
+    task_file.unlink()
+    if task_yaml == "folder":
+        task_file.mkdir()
+    else:
+        task_file.write_bytes(b"id: tiny-add\ntitle: \xff\xfe\n")
+    return dataset
+
+
+@pytest.mark.parametrize(
+    ("task_yaml", "expected"),
+    [
+        ("not-utf8", "task.yaml: not UTF-8 text (byte 20); save it as UTF-8"),
+        ("folder", "task.yaml: cannot be read (Is a directory); a task.yaml must be a file"),
+    ],
+)
+def test_a_broken_task_yaml_is_one_line_and_exit_1(
+    tmp_path: Path, task_yaml: str, expected: str
+) -> None:
+    dataset = broken_dataset(tmp_path, task_yaml)
+    assert expected in one_line_error(ssebench("tasks", "list", "--local", str(dataset)))
+    arguments = run_arguments(
+        dataset, "tiny-add", "reference", "cli-bad", tmp_path / "r", "--backend", "fake"
+    )
+    assert expected in one_line_error(ssebench(*arguments))
+
+
+@pytest.mark.parametrize("command", ["eval", "run"])
+def test_results_that_is_a_file_is_one_line_and_exit_1(tmp_path: Path, command: str) -> None:
+    results = tmp_path / "results"
+    results.write_text("not a folder\n")
+    if command == "eval":
+        arguments = ["eval", "--dataset", str(TINY), "--agent", "reference", "--backend", "fake"]
+        done = ssebench(*arguments, "--results", str(results))
+        assert "--results" in one_line_error(done) and "is a file" in done.stderr
+    else:
+        arguments = run_arguments(TINY, "tiny-add", "reference", "cli-file", results)
+        done = ssebench(*arguments, "--backend", "fake")
+        assert "--results" in one_line_error(done) and "is a file" in done.stderr
+    assert results.read_text() == "not a folder\n"
 
 
 def test_unknown_backend_names_the_installed_ones() -> None:

@@ -95,11 +95,11 @@ def test_run_argv(tmp_path: Path) -> None:
         platform="linux/arm64",
     )
     now = 1_700_000_000.0
-    argv = run_argv(spec, name="ssebench-x", network="net", env_file=Path("/p/run.env"), now=now)
+    argv = run_argv(spec, name="ssebench-x", network="net", env_file="/dev/fd/9", now=now)
     assert argv[:4] == ["docker", "run", "--name", "ssebench-x"]
     assert "--rm" in argv
     assert "--init" not in argv and "--detach" not in argv and "-d" not in argv
-    assert argv[argv.index("--env-file") + 1] == "/p/run.env"
+    assert argv[argv.index("--env-file") + 1] == "/dev/fd/9"
     assert argv[argv.index("--network") + 1] == "net"
     assert argv[argv.index("--platform") + 1] == "linux/arm64"
     assert argv[-1] == spec.image
@@ -117,9 +117,7 @@ def test_run_argv(tmp_path: Path) -> None:
 
 
 def test_kept_runs_are_not_removed_on_exit(tmp_path: Path) -> None:
-    argv = run_argv(
-        make_spec(tmp_path, keep=True), name="n", network="n", env_file=Path("e"), now=0
-    )
+    argv = run_argv(make_spec(tmp_path, keep=True), name="n", network="n", env_file="e", now=0)
     assert "--rm" not in argv
 
 
@@ -145,8 +143,7 @@ def test_start_keeps_the_environment_off_the_command_line(
     run = next(record for record in fake_docker.records() if record["argv"][0] == "run")
     assert SENTINEL not in json.dumps(run["argv"])
     assert f"SSE_API_KEY={SENTINEL}\n" in run["env_file"]["content"]
-    assert run["env_file"]["mode"] == 0o600
-    assert not Path(run["env_file"]["path"]).exists(), "the env file outlived start"
+    assert run["env_file"]["fifo"], "an env file on disk"
     assert handle.name == "ssebench-20240501-120000-abcdef"
     assert handle.backend == "docker"
     assert handle.details["pid"].isdigit()
@@ -165,7 +162,7 @@ def test_a_failed_docker_run_leaves_nothing(fake_docker: FakeDocker, tmp_path: P
     assert "status 125" in str(raised.value)
     assert fake_docker.calls_of("rm", "--force")
     run = next(record for record in fake_docker.records() if record["argv"][0] == "run")
-    assert not Path(run["env_file"]["path"]).exists()
+    assert run["env_file"]["fifo"], "an env file on disk"
 
 
 def test_a_quick_container_gone_before_it_was_seen_still_counts(

@@ -31,7 +31,7 @@ UNREACHABLE = (
 
 # The fake docker: records each call, then answers with the first rule that matches.
 FAKE_DOCKER_PROGRAM = r"""
-import json, os, sys, time
+import json, os, stat, sys, time
 from pathlib import Path
 
 root = Path(os.environ["FAKE_DOCKER_ROOT"])
@@ -41,8 +41,8 @@ if "--env-file" in argv:
     env_file = Path(argv[argv.index("--env-file") + 1])
     record["env_file"] = {
         "path": str(env_file),
+        "fifo": stat.S_ISFIFO(env_file.stat().st_mode),
         "content": env_file.read_text(),
-        "mode": env_file.stat().st_mode & 0o777,
     }
 with open(root / "calls.jsonl", "a") as calls:
     calls.write(json.dumps(record) + "\n")

@@ -11,10 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.agents import load_agent
+from ssebench.evaluation import Evaluation, Limits
 from ssebench.extensions import ProxyEndpoint
-from ssebench.proxy import ProxyClient, ProxyError, open_model_session
+from ssebench.proxy import ModelAccessPlan, ProxyClient, ProxyError, open_model_session
 from ssebench.proxy.session import MASTER_KEY_FOR_RUNS_VARIABLE
-from ssebench.runner import Runner
+from ssebench.runner import Runner, RunSettings
+from ssebench.tasks import load_dataset
+from ssebench.testing.fake import STATE_VARIABLE, FakeBackend
+from tests.conftest import TINY_DATASET
 from tests.fixtures.litellm_admin_standin import StandIn, litellm_standin
 from tests.unit.test_runner import RecordingBackend, settings
 
@@ -168,6 +173,62 @@ def test_a_proxy_without_database_refuses_unless_the_run_may_use_the_master_key(
     assert session.finish(said.append) is None
     assert len(proxy.requests) == count, "nothing to read or revoke"
     assert not any(MASTER in line for line in said)
+
+
+def test_a_wrong_master_key_for_runs_is_an_error_naming_the_key(
+    proxy: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a database the proxy answers a wrong key as if the database were the
+    problem: the run must not get that key (every model call would fail, graded as a
+    failed task); the session refuses to open, naming the master key."""
+    proxy.database = False
+    monkeypatch.setenv(MASTER_KEY_FOR_RUNS_VARIABLE, "1")
+    wrong = "sk-wrong-master-1234567890"
+    with pytest.raises(ProxyError) as caught:
+        open_model_session(
+            endpoint(proxy), wrong, model=MODEL, budget=10, run_id="r", say=lambda m: None
+        )
+    assert caught.value.reason == "auth"
+    message = str(caught.value)
+    assert "did not accept the master key" in message and "LITELLM_MASTER_KEY" in message
+    assert wrong not in message and wrong[-4:] not in message and MASTER not in message
+    assert [r.path for r in proxy.requests] == ["/v1/models", "/v1/models"]
+
+
+def test_an_evaluation_with_a_wrong_master_key_records_an_error_naming_it(
+    proxy: StandIn, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The task is an error naming the key, not a failed task (the agent never ran)."""
+    proxy.database = False
+    monkeypatch.setenv(MASTER_KEY_FOR_RUNS_VARIABLE, "1")
+    monkeypatch.setenv(STATE_VARIABLE, str(tmp_path / "fake-state"))
+    task = load_dataset(TINY_DATASET).task("tiny-add")
+    plan = ModelAccessPlan(
+        model=MODEL, budget=10, endpoint=endpoint(proxy), catalog=None, master_key="sk-wrong-1"
+    )
+    job = Evaluation(
+        FakeBackend(),
+        [task],
+        lambda task: RunSettings(
+            task=task,
+            agent=load_agent("dummy"),
+            model=MODEL,
+            run_id="wrong-key-1",
+            results_root=tmp_path / "results",
+            backend="fake",
+        ),
+        agent="dummy",
+        model=MODEL,
+        results_root=tmp_path / "results",
+        limits=Limits.for_jobs(1),
+        log=io.StringIO(),
+        model_access=plan,
+    )
+    job.run()
+    [run] = job.runs
+    assert run.status == "error"
+    assert run.error_msg is not None and "did not accept the master key" in run.error_msg
+    assert "sk-wrong-1" not in json.dumps(job.report({}))
 
 
 def test_a_revocation_the_proxy_does_not_confirm_is_reported(proxy: StandIn) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -38,9 +38,17 @@ class RecordingBackend(FakeBackend):
         self._note("prepare_images")
         return super().prepare_images(request)
 
-    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+    def copy_from_image(
+        self,
+        image: str,
+        path: str,
+        dest: Path,
+        platform: str | None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         self._note("copy_from_image")
-        super().copy_from_image(image, path, dest, platform)
+        super().copy_from_image(image, path, dest, platform, labels=labels)
 
     def start(self, spec: RunSpec) -> RunHandle:
         self._note("start")

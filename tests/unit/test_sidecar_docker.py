@@ -5,6 +5,7 @@ the pair."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -68,14 +69,14 @@ def test_the_two_containers(tmp_path: Path) -> None:
         spec,
         spec.sidecar,
         network="net",
-        env_files=(Path("/p/environment.env"), Path("/p/agent.env")),
+        env_files=("/dev/fd/8", "/dev/fd/9"),
         now=1_700_000_000,
     )
     # The environment container: detached, first, with the run's labels and the pair's.
     assert environment[:5] == ["docker", "run", "--name", ENVIRONMENT, "--detach"]
     assert environment[-1] == "ssebench/tool/tiny-add:1"
     assert words_after(environment, "--network") == ["net"]
-    assert words_after(environment, "--env-file") == ["/p/environment.env"]
+    assert words_after(environment, "--env-file") == ["/dev/fd/8"]
     environment_labels = dict(label.split("=", 1) for label in words_after(environment, "--label"))
     assert environment_labels[labels.RUN_ID] == PAIR_ID
     assert environment_labels[labels.WEBUI] == "true"
@@ -95,7 +96,7 @@ def test_the_two_containers(tmp_path: Path) -> None:
     assert "--detach" not in agent
     assert agent[-1] == "ssebench/agent-reference/sidecar:1"
     assert words_after(agent, "--network") == [f"container:{ENVIRONMENT}"]
-    assert words_after(agent, "--env-file") == ["/p/agent.env"]
+    assert words_after(agent, "--env-file") == ["/dev/fd/9"]
     assert words_after(agent, "--label") == [f"{labels.PAIR}={PAIR_ID}"]
     assert words_after(agent, "--mount") == [
         *shared,
@@ -110,7 +111,7 @@ def test_the_two_containers(tmp_path: Path) -> None:
 def test_kept_pairs_are_not_removed_on_exit(tmp_path: Path) -> None:
     spec = sidecar_spec(tmp_path, keep=True)
     assert spec.sidecar is not None
-    both = sidecar_argvs(spec, spec.sidecar, network="n", env_files=(Path("e"), Path("a")), now=0)
+    both = sidecar_argvs(spec, spec.sidecar, network="n", env_files=("e", "a"), now=0)
     assert all("--rm" not in argv for argv in both)
 
 
@@ -157,14 +158,19 @@ def test_start_wait_and_cleanup_of_a_pair(fake_docker: FakeDocker, tmp_path: Pat
     archive_create, *pair_creates = fake_docker.calls_of("volume", "create")
     assert archive_create[-1] == archive_volume_name(PAIR_ID)
     for volume, create in zip(VOLUMES, pair_creates, strict=True):
-        assert create == ["volume", "create", "--label", f"{labels.PAIR}={PAIR_ID}", volume]
+        assert create[:4] == ["volume", "create", "--label", f"{labels.PAIR}={PAIR_ID}"]
+        assert create[-1] == volume
+        # The runner's labels: prune removes volumes whose runner died before the
+        # environment container existed.
+        assert f"{labels.RUNNER_PID}={os.getpid()}" in create
     # Both containers mount the run's archive volume, never a folder of the host.
     archive_mount = f"type=volume,source={archive_volume_name(PAIR_ID)},target={ARCHIVE_TARGET}"
     for argv in fake_docker.calls_of("run"):
         assert archive_mount in argv
         assert not any(str(tmp_path / "run" / "archive") in word for word in argv)
+    # By container: the environment's `docker run` has --detach.
     env_files = {
-        Path(record["env_file"]["path"]).name: record["env_file"]
+        ("environment.env" if "--detach" in record["argv"] else "agent.env"): record["env_file"]
         for record in fake_docker.records()
         if "env_file" in record
     }
@@ -172,8 +178,7 @@ def test_start_wait_and_cleanup_of_a_pair(fake_docker: FakeDocker, tmp_path: Pat
     for env_file in env_files.values():
         assert f"SSE_API_KEY={SENTINEL}\n" in env_file["content"]
         assert "SSE_MODE=sidecar\n" in env_file["content"]
-        assert env_file["mode"] == 0o600
-        assert not Path(env_file["path"]).exists(), "an env file outlived start"
+        assert env_file["fifo"] and env_file["path"].startswith("/dev/fd/"), "an env file on disk"
     assert "SSE_SIDECAR_ROLE=environment\n" in env_files["environment.env"]["content"]
     assert "SSE_SIDECAR_ROLE" not in env_files["agent.env"]["content"]
 

@@ -4,6 +4,7 @@ images it asks prepare_images for (no Docker: a fake backend)."""
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,9 +44,17 @@ class SidecarFake(FakeBackend):
         self.requests.append(request)
         return replace(super().prepare_images(request), environment=self.environment)
 
-    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+    def copy_from_image(
+        self,
+        image: str,
+        path: str,
+        dest: Path,
+        platform: str | None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         self.copied_from.append(image)
-        super().copy_from_image(image, path, dest, platform)
+        super().copy_from_image(image, path, dest, platform, labels=labels)
 
     def start(self, spec: RunSpec) -> RunHandle:
         self.specs.append(spec)

@@ -137,7 +137,15 @@ class StandInBackend(Backend):
     def prepare_images(self, request: ImageRequest) -> Images:
         raise NotImplementedError
 
-    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+    def copy_from_image(
+        self,
+        image: str,
+        path: str,
+        dest: Path,
+        platform: str | None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         raise NotImplementedError
 
     def start(self, spec: RunSpec) -> RunHandle:

@@ -4,8 +4,9 @@ Every call goes through the docker CLI (never a shell, never the Python SDK), so
 user's docker contexts, DOCKER_HOST and credentials apply as they do on the command
 line. The run's container runs in the foreground of a `docker run` process, whose
 output reaches this process's stdout and stderr as it is written. The run's
-environment reaches docker through an env file readable by this user only, deleted as
-soon as the container exists, so no value of it is ever on a command line.
+environment reaches docker through an env file that is a pipe the docker command
+inherits (/dev/fd/N): no value of it is ever on a command line or on disk, so no kill
+at any moment can leave it behind.
 
 The backend holds no state between calls: a RunHandle names the container, and runs
 are found again by their labels. The one exception is an optimisation inside a single
@@ -41,12 +42,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
 import math
 import os
 import queue
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -75,7 +76,18 @@ from ssebench.extensions import (
     SidecarPair,
 )
 from ssebench.images import DOCKER, failure_reason, raise_if_unreachable, run_docker
-from ssebench.labels import ARCHIVE_OF, DEADLINE, KEEP, PAIR, RUN_ID, RUNNER_HOST, RUNNER_PID
+from ssebench.labels import (
+    ARCHIVE_OF,
+    DEADLINE,
+    HELPER,
+    KEEP,
+    PAIR,
+    RESULTS,
+    RESULTS_OWNER,
+    RUN_ID,
+    RUNNER_HOST,
+    RUNNER_PID,
+)
 from ssebench.processes import process_exists
 
 __all__ = [
@@ -91,6 +103,9 @@ __all__ = [
 DEADLINE_SLACK_SECONDS = 1800
 # docker run's own status when the daemon refused to create or start the container.
 DOCKER_RUN_FAILED = 125
+# The copy container of a reference run lives seconds; past this, prune removes it
+# even if its runner still runs.
+COPY_DEADLINE_SECONDS = 3600
 # Creating a container is quick; this bounds a daemon that hangs.
 CREATE_TIMEOUT_SECONDS = 300.0
 # The capabilities the entrypoint needs (chown the tree, switch to the run's users, end
@@ -105,14 +120,20 @@ DEFAULT_PIDS = 4096
 # A sidecar run's handle: the pair's ID and the environment container's name.
 PAIR_DETAIL = "pair"
 ENVIRONMENT_DETAIL = "environment"
-# Every run's handle: its archive volume, and an image to make the copying helper of.
+# Every run's handle: its archive volume, and an image to make the copying helper of
+# (and, for an unprivileged runner, the chown that gives the run directory back).
 ARCHIVE_DETAIL = "archive"
 IMAGE_DETAIL = "image"
+# The run directory's owner to give it back to (uid:gid), and where it is.
+OWNER_DETAIL = "results_owner"
+RESULTS_DETAIL = "results"
 # Reads of `docker cp`'s tar stream.
 COPY_CHUNK = 1024 * 1024
 # docker removes a --rm container a moment after `docker wait` returns; until then
 # its volumes are in use.
 VOLUME_REMOVE_SECONDS = 15.0
+# What an environment pipe is asked to hold (Linux lets a user ask for up to 1 MiB).
+ENV_PIPE_BYTES = 1 << 20
 _GONE_MARKERS = ("No such container", "No such object", "is already in progress")
 _NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_.-]")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -168,11 +189,8 @@ def mount_option(mount: Mount) -> str:
     return ",".join(_csv_field(field) for field in fields)
 
 
-def write_env_file(folder: Path, env: Mapping[str, str], file_name: str = "run.env") -> Path:
-    """Write env as a docker env file readable by this user only; return its path.
-
-    Error messages name variables, never their values.
-    """
+def env_file_text(env: Mapping[str, str]) -> bytes:
+    """env in docker's env file format. Error messages name variables, never values."""
     lines = []
     for name, value in env.items():
         if not _ENV_NAME.match(name):
@@ -182,11 +200,38 @@ def write_env_file(folder: Path, env: Mapping[str, str], file_name: str = "run.e
                 f"The value of {name} spans several lines, which docker's env file cannot hold"
             )
         lines.append(f"{name}={value}\n")
-    path = folder / file_name
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        file.writelines(lines)
-    return path
+    return "".join(lines).encode()
+
+
+@contextlib.contextmanager
+def env_pipe(env: Mapping[str, str]) -> Iterator[tuple[str, int]]:
+    """env as a docker env file that is a pipe, never a file on disk: yields the path
+    docker reads it from (/dev/fd/N) and N, which the docker command must inherit
+    (pass_fds). The pipe holds the whole text before docker starts, so nothing waits
+    on docker to read it; a SIGKILL at any moment leaves nothing behind.
+    """
+    text = env_file_text(env)
+    read_end, write_end = os.pipe()
+    try:
+        with contextlib.suppress(OSError, AttributeError):
+            # Linux pipes hold 64 KiB unless asked; an environment rarely needs more.
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, ENV_PIPE_BYTES)
+        os.set_blocking(write_end, False)
+        view = memoryview(text)
+        try:
+            while view:
+                view = view[os.write(write_end, view) :]
+        except BlockingIOError:
+            raise BackendError(
+                f"The run's environment ({len(text)} bytes) is larger than a pipe holds"
+            ) from None
+        os.close(write_end)
+        write_end = -1
+        yield f"/dev/fd/{read_end}", read_end
+    finally:
+        for descriptor in (read_end, write_end):
+            if descriptor >= 0:
+                os.close(descriptor)
 
 
 @dataclass(frozen=True)
@@ -233,7 +278,7 @@ def _docker_run_argv(
     name: str,
     image: str,
     network: str,
-    env_file: Path,
+    env_file: str,
     labels: Mapping[str, str],
     mounts: Sequence[Mount],
     limits: ResourceLimits | None,
@@ -246,7 +291,7 @@ def _docker_run_argv(
     if not spec.keep:
         argv.append("--rm")
     # The image was prepared before the run; never reach for a registry here.
-    argv += ["--pull", "never", "--env-file", str(env_file), "--network", network]
+    argv += ["--pull", "never", "--env-file", env_file, "--network", network]
     argv += hardening_argv() + (limits or ResourceLimits.from_environment()).argv()
     if spec.platform:
         argv += ["--platform", spec.platform]
@@ -256,6 +301,12 @@ def _docker_run_argv(
         argv += ["--mount", mount_option(mount)]
     argv.append(image)
     return argv
+
+
+def results_owner() -> str | None:
+    """uid:gid of this process when it is not root: the container makes the run
+    directory root's while it runs, and the run directory must come back to it."""
+    return None if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
 
 
 def _owner_labels(spec: RunSpec, now: float) -> dict[str, str]:
@@ -268,9 +319,21 @@ def _owner_labels(spec: RunSpec, now: float) -> dict[str, str]:
     }
 
 
+def _owner_details(spec: RunSpec) -> dict[str, str]:
+    """What cleanup needs to give the run directory back to an unprivileged runner."""
+    owner = results_owner()
+    if owner is None:
+        return {}
+    return {OWNER_DETAIL: owner, RESULTS_DETAIL: spec.results.source}
+
+
 def _listed_labels(spec: RunSpec, now: float) -> dict[str, str]:
     """The labels of the container the web UI lists: the run's, plus the backend's."""
-    return {**spec.labels, **_owner_labels(spec, now), KEEP: str(spec.keep).lower()}
+    labels = {**spec.labels, **_owner_labels(spec, now), KEEP: str(spec.keep).lower()}
+    owner = results_owner()
+    if owner is not None:
+        labels[RESULTS_OWNER] = owner
+    return labels
 
 
 def run_argv(
@@ -278,7 +341,7 @@ def run_argv(
     *,
     name: str,
     network: str,
-    env_file: Path,
+    env_file: str,
     now: float,
     limits: ResourceLimits | None = None,
 ) -> list[str]:
@@ -300,7 +363,7 @@ def sidecar_argvs(
     pair: SidecarPair,
     *,
     network: str,
-    env_files: tuple[Path, Path],
+    env_files: tuple[str, str],
     now: float,
     limits: ResourceLimits | None = None,
 ) -> tuple[list[str], list[str]]:
@@ -402,10 +465,33 @@ class DockerBackend(Backend):
     def prepare_images(self, request: ImageRequest) -> Images:
         return images.prepare_images(request, images.BuildOutput(quiet=self.quiet_builds))
 
-    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+    def copy_from_image(
+        self,
+        image: str,
+        path: str,
+        dest: Path,
+        platform: str | None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        """docker create, docker cp, docker rm. The container carries the run's labels
+        and this runner's (host, process, a deadline), so a runner killed before it
+        removed the container leaves one that `ssebench runs prune` finds and removes."""
         argv = ["create", "--pull", "never"]
         if platform:
             argv += ["--platform", platform]
+        if labels and labels.get(RUN_ID):
+            argv += ["--name", f"{container_name(labels[RUN_ID])}-copy"]
+        helper_labels = {
+            **(labels or {}),
+            DEADLINE: str(int(time.time()) + COPY_DEADLINE_SECONDS),
+            RUNNER_HOST: socket.gethostname(),
+            RUNNER_PID: str(os.getpid()),
+            KEEP: "false",
+            HELPER: "copy",
+        }
+        for key, value in helper_labels.items():
+            argv += ["--label", f"{key}={value}"]
         # A command is given so images without CMD can be created; it never runs.
         completed = run_docker([*argv, image, "ssebench-copy"])
         if completed.returncode != 0:
@@ -482,10 +568,8 @@ class DockerBackend(Backend):
 
     def _start_single(self, spec: RunSpec) -> RunHandle:
         name = container_name(spec.run_id)
-        env_folder = Path(tempfile.mkdtemp(prefix="ssebench-env-"))
         process: subprocess.Popen[bytes] | None = None
-        try:
-            env_file = write_env_file(env_folder, spec.env)
+        with env_pipe(spec.env) as (env_file, env_descriptor):
             try:
                 network = self._run_network(spec)
                 argv = run_argv(
@@ -495,7 +579,10 @@ class DockerBackend(Backend):
                     # A session of its own: the terminal's Ctrl-C reaches ssebench only,
                     # which stops the run itself (docker would forward it as SIGINT).
                     process = subprocess.Popen(
-                        argv, stdin=subprocess.DEVNULL, start_new_session=True
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                        pass_fds=(env_descriptor,),
                     )
                 except FileNotFoundError:
                     raise images.docker_missing() from None
@@ -504,15 +591,18 @@ class DockerBackend(Backend):
                 _discard(process, name)
                 _discard_network(spec.run_id)
                 raise
-        finally:
-            shutil.rmtree(env_folder, ignore_errors=True)
         with _processes_lock:
             _processes[name] = process
         return RunHandle(
             backend=self.name,
             run_id=spec.run_id,
             name=name,
-            details={"pid": str(process.pid), "keep": str(spec.keep).lower(), "network": network},
+            details={
+                "pid": str(process.pid),
+                "keep": str(spec.keep).lower(),
+                "network": network,
+                **_owner_details(spec),
+            },
         )
 
     def _start_sidecar(self, spec: RunSpec, pair: SidecarPair) -> RunHandle:
@@ -521,28 +611,37 @@ class DockerBackend(Backend):
         environment_name = container_name(pair.run_id)
         agent_name = agent_container_name(pair.run_id)
         process: subprocess.Popen[bytes] | None = None
-        env_folder = Path(tempfile.mkdtemp(prefix="ssebench-env-"))
-        try:
-            env_files = (
-                write_env_file(
-                    env_folder,
-                    {**pair.shared_env(), **pair.environment_env()},
-                    "environment.env",
-                ),
-                write_env_file(env_folder, {**spec.env, **pair.shared_env()}, "agent.env"),
-            )
+        with (
+            env_pipe({**pair.shared_env(), **pair.environment_env()}) as environment_env,
+            env_pipe({**spec.env, **pair.shared_env()}) as agent_env,
+        ):
             try:
                 network = self._run_network(spec)
                 environment_argv, agent_argv = sidecar_argvs(
-                    spec, pair, network=network, env_files=env_files, now=time.time()
+                    spec,
+                    pair,
+                    network=network,
+                    env_files=(environment_env[0], agent_env[0]),
+                    now=time.time(),
                 )
+                # The runner's labels: a runner killed before the environment container
+                # exists leaves volumes that prune removes (remove_abandoned).
+                volume_labels = {**_owner_labels(spec, time.time()), KEEP: str(spec.keep).lower()}
                 for volume in pair.volumes:
-                    self._create_volume(volume, pair.run_id)
-                self._run_detached(environment_argv, environment_name, spec.run_id)
+                    self._create_volume(volume, pair.run_id, volume_labels)
+                self._run_detached(
+                    environment_argv,
+                    environment_name,
+                    spec.run_id,
+                    pass_fds=(environment_env[1],),
+                )
                 _follow_output(environment_name)
                 try:
                     process = subprocess.Popen(
-                        agent_argv, stdin=subprocess.DEVNULL, start_new_session=True
+                        agent_argv,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                        pass_fds=(agent_env[1],),
                     )
                 except FileNotFoundError:
                     raise images.docker_missing() from None
@@ -554,8 +653,6 @@ class DockerBackend(Backend):
                     self._remove_pair(pair.run_id)
                 _discard_network(spec.run_id)
                 raise
-        finally:
-            shutil.rmtree(env_folder, ignore_errors=True)
         with _processes_lock:
             _processes[agent_name] = process
         return RunHandle(
@@ -568,11 +665,15 @@ class DockerBackend(Backend):
                 "network": network,
                 PAIR_DETAIL: pair.run_id,
                 ENVIRONMENT_DETAIL: environment_name,
+                **_owner_details(spec),
             },
         )
 
-    def _create_volume(self, volume: str, pair_id: str) -> None:
-        completed = run_docker(["volume", "create", "--label", f"{PAIR}={pair_id}", volume])
+    def _create_volume(self, volume: str, pair_id: str, labels: Mapping[str, str]) -> None:
+        argv = ["volume", "create", "--label", f"{PAIR}={pair_id}"]
+        for key, value in labels.items():
+            argv += ["--label", f"{key}={value}"]
+        completed = run_docker([*argv, volume])
         if completed.returncode != 0:
             raise BackendError(
                 f"Cannot create the volume {volume}: {failure_reason(completed)}",
@@ -580,11 +681,14 @@ class DockerBackend(Backend):
                 run_id=pair_id,
             )
 
-    def _run_detached(self, argv: Sequence[str], name: str, run_id: str) -> None:
-        """Run a docker command that makes or starts the container name, and returns."""
+    def _run_detached(
+        self, argv: Sequence[str], name: str, run_id: str, *, pass_fds: Sequence[int] = ()
+    ) -> None:
+        """Run a docker command that makes or starts the container name, and returns.
+        pass_fds: the descriptors it inherits (its env file's pipe)."""
         command = f"docker {argv[1]}"
         try:
-            completed = run_docker(argv[1:], timeout=CREATE_TIMEOUT_SECONDS)
+            completed = run_docker(argv[1:], timeout=CREATE_TIMEOUT_SECONDS, pass_fds=pass_fds)
         except subprocess.TimeoutExpired:
             raise BackendError(
                 f"{command} did not finish within {CREATE_TIMEOUT_SECONDS:.0f} s "
@@ -936,22 +1040,28 @@ class DockerBackend(Backend):
                 _end_process(process)
                 _forget(handle.name)
             _end_follower(environment)
-            self._remove_pair(pair_id)
-            docker_network.remove(handle.run_id)
+            try:
+                self._remove_pair(pair_id)
+                docker_network.remove(handle.run_id)
+            finally:
+                self._give_back_results(handle)
             return
         completed = _remove_container(handle.name)
+        process = _own_process(handle)
+        if process is not None:
+            _end_process(process)
+            _forget(handle.name)
         if completed.returncode != 0 and not _is_gone(completed):
             raise BackendError(
                 f"Cannot remove {handle.name}: {failure_reason(completed)}",
                 backend=self.name,
                 run_id=handle.run_id,
             )
-        process = _own_process(handle)
-        if process is not None:
-            _end_process(process)
-            _forget(handle.name)
-        # After the container, which holds an endpoint on it.
-        docker_network.remove(handle.run_id)
+        try:
+            # After the container, which holds an endpoint on it.
+            docker_network.remove(handle.run_id)
+        finally:
+            self._give_back_results(handle)
 
     def _remove_archive(self, run_id: str) -> None:
         """The run's archive volume and its copying helper. Raises BackendError."""
@@ -976,19 +1086,21 @@ class DockerBackend(Backend):
             run_container_exists=lambda run_id: _container_exists(container_name(run_id)),
         )
         return [
-            *self._remove_abandoned_archives(now, host),
+            *self._remove_abandoned_volumes(ARCHIVE_OF, now, host),
+            # A sidecar pair's volumes, made before its environment container: a runner
+            # killed in between leaves them and no container prune could find.
+            *self._remove_abandoned_volumes(PAIR, now, host),
             *(f"{entry['kind']} {entry['name']}" for entry in networks),
         ]
 
-    def _remove_abandoned_archives(self, now: float, host: str) -> list[str]:
-        """Archive volumes whose run is gone: its deadline passed, or its runner (on this
-        host) no longer runs; never one of a kept run. A volume still in use stays."""
-        listed = run_docker(
-            ["volume", "ls", "--quiet", "--filter", f"label={ARCHIVE_OF}"]
-        ).stdout.split()
-        if not listed:
+    def _remove_abandoned_volumes(self, label: str, now: float, host: str) -> list[str]:
+        """Volumes carrying label (archive volumes, sidecar volumes) whose run is gone:
+        its deadline passed, or its runner (on this host) no longer runs; never one of
+        a kept run. A volume still in use stays."""
+        names = run_docker(["volume", "ls", "--quiet", "--filter", f"label={label}"]).stdout.split()
+        if not names:
             return []
-        completed = run_docker(["volume", "inspect", *listed])
+        completed = run_docker(["volume", "inspect", *names])
         try:
             volumes = json.loads(completed.stdout or "[]")
         except ValueError:
@@ -1010,6 +1122,39 @@ class DockerBackend(Backend):
             if run_docker(["volume", "rm", name]).returncode == 0:
                 removed.append(name)
         return removed
+
+    def _give_back_results(self, handle: RunHandle) -> None:
+        """Give the run directory back to an unprivileged runner, now that nothing of
+        the run writes into it. The container does so itself when it ends; a run
+        killed (a second signal, runs remove, prune after a SIGKILL) leaves it root's,
+        and agent-owned below archive/. A chown in a container of the run's image, on
+        no network, with that one capability, and without following links."""
+        owner = handle.details.get(OWNER_DETAIL)
+        results = handle.details.get(RESULTS_DETAIL)
+        image = handle.details.get(IMAGE_DETAIL)
+        if not owner or not results or not image or not re.fullmatch(r"\d+:\d+", owner):
+            return
+        path = Path(results)
+        if not path.is_dir() or path.is_symlink() or _owned_by(path, int(owner.split(":")[0])):
+            return
+        completed = run_docker(
+            [
+                "run", "--rm", "--pull", "never", "--network", "none",
+                "--cap-drop", "ALL", "--cap-add", "CHOWN", "--cap-add", "DAC_READ_SEARCH",
+                "--security-opt", "no-new-privileges", "--user", "0:0",
+                "--label", f"{RUN_ID}={handle.run_id}", "--label", f"{HELPER}=chown",
+                "--mount", mount_option(Mount(target="/results", source=str(path))),
+                "--entrypoint", "chown", image, "-R", "--no-dereference", owner, "/results",
+            ],
+            timeout=CREATE_TIMEOUT_SECONDS,
+        )  # fmt: skip
+        if completed.returncode != 0:
+            raise BackendError(
+                f"Cannot give the run directory {path} back to {owner}: "
+                f"{failure_reason(completed)}",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
 
     # -- finding runs ----------------------------------------------------------------
 
@@ -1041,7 +1186,14 @@ class DockerBackend(Backend):
         run_state = _STATES.get(str(state.get("Status", "")), "unknown")
         exit_code = state.get("ExitCode")
         # No "keep" here: cleanup of a run found again removes it (ssebench runs remove).
-        handle = RunHandle(backend=self.name, run_id=run_id, name=name)
+        owner: dict[str, str] = {}
+        if run_labels.get(RESULTS_OWNER) and run_labels.get(RESULTS):
+            owner = {
+                OWNER_DETAIL: run_labels[RESULTS_OWNER],
+                RESULTS_DETAIL: run_labels[RESULTS],
+                IMAGE_DETAIL: str(config.get("Image", "")),
+            }
+        handle = RunHandle(backend=self.name, run_id=run_id, name=name, details=owner)
         pair_id = run_labels.get(PAIR)
         if pair_id is not None:
             # The environment container of a sidecar run: the handle names the pair.
@@ -1049,7 +1201,7 @@ class DockerBackend(Backend):
                 backend=self.name,
                 run_id=run_id,
                 name=agent_container_name(pair_id),
-                details={PAIR_DETAIL: pair_id, ENVIRONMENT_DETAIL: name},
+                details={PAIR_DETAIL: pair_id, ENVIRONMENT_DETAIL: name, **owner},
             )
         return RunInfo(
             run_id=run_id,
@@ -1136,6 +1288,22 @@ class DockerBackend(Backend):
 
 def _not_ended(handle: RunHandle, timeout: float | None) -> TimeoutError:
     return TimeoutError(f"The run {handle.run_id} did not end within {timeout} s")
+
+
+def _owned_by(tree: Path, uid: int) -> bool:
+    """True when everything in tree (links themselves, not followed) is uid's; False
+    also when a part of it cannot be read, which only another owner can cause."""
+    unreadable: list[OSError] = []
+    try:
+        if tree.lstat().st_uid != uid:
+            return False
+        for folder, folders, files in os.walk(tree, onerror=unreadable.append):
+            for entry in (*folders, *files):
+                if os.lstat(os.path.join(folder, entry)).st_uid != uid:
+                    return False
+    except OSError:
+        return False
+    return not unreadable
 
 
 def _container_exists(name: str) -> bool:

@@ -33,7 +33,7 @@ from ssebench.evaluation import (
     stop_on_signals,
 )
 from ssebench.proxy import plan_model_access
-from ssebench.results import check_run_id, new_run_id, write_json
+from ssebench.results import check_run_id, make_results_root, new_run_id, write_json
 from ssebench.runner import RunSettings
 from ssebench.tasks import Task
 from ssebench.tasks.dataset import resolve_dataset
@@ -301,7 +301,7 @@ def eval_command(arguments: argparse.Namespace) -> int:
     if base.model and not base.agent.is_reference:
         model_access = plan_model_access(base.model, arguments.budget, backend.proxy())
     results_root = base.results_root
-    results_root.mkdir(parents=True, exist_ok=True)
+    make_results_root(results_root)
     stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
     # A second evaluation in the same second gets a name of its own.
     stamp = next(

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from types import FrameType
 
 from ssebench import __version__
 from ssebench.cli import agents, dataset, doctor, images, proxy, run, runs, tasks, webui
@@ -12,6 +15,17 @@ from ssebench.cli import eval as evaluate
 from ssebench.errors import SsebenchError
 
 COMMAND_GROUPS = (run, evaluate, runs, tasks, agents, dataset, doctor, webui, proxy, images)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where SIGINT raises KeyboardInterrupt, so that a SIGTERM (a
+    service manager, a CI runner, kill) unwinds as Ctrl-C does: every `finally` runs
+    (scratch folders, helper containers, a build in progress), and the run is recorded.
+    Commands with a handler of their own (a run, an evaluation) replace this one."""
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,16 +56,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not hasattr(arguments, "trailing_command"):
             parser.error("'--' is only for `ssebench runs exec ID -- COMMAND...`")
         arguments.trailing_command = trailing
+    # Signal handlers belong to the main thread (tests call main from others too).
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if in_main_thread else None
     try:
         code: int = arguments.handler(arguments)
     except SsebenchError as error:
         print(f"ssebench: error: {error}", file=sys.stderr)
         return 1
+    except Terminated:
+        print("ssebench: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("ssebench: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
     return code
 
 

@@ -14,7 +14,7 @@ from ssebench.backends import load_backend, selected_backend_name
 from ssebench.errors import UserError
 from ssebench.extensions import Egress
 from ssebench.proxy import ModelAccessPlan, ModelSession, plan_model_access
-from ssebench.results import check_run_id, new_run_id
+from ssebench.results import check_run_id, make_results_root, new_run_id
 from ssebench.runner import Runner, RunSettings, StopRequest, stop_on_signals
 from ssebench.tasks.dataset import resolve_dataset
 
@@ -173,6 +173,7 @@ def run_command(arguments: argparse.Namespace) -> int:
     backend_name = selected_backend_name(arguments.backend)
     backend = load_backend(backend_name)
     settings = _settings(arguments, backend_name, backend.builds_images)
+    make_results_root(settings.results_root)
     # A reference run applies the task's patch: it makes no key and starts no proxy.
     plan: ModelAccessPlan | None = None
     if settings.model and not settings.agent.is_reference:
@@ -192,6 +193,8 @@ def run_command(arguments: argparse.Namespace) -> int:
         if session is not None:
             session.finish(runner.say)  # a no-op when the runner has finished it
     print(f"{outcome.status}\t{outcome.run_dir}")
+    if stop.exit_status is not None:
+        return stop.exit_status  # killed by a second signal: recorded, and the process ends
     if arguments.require_pass and outcome.status != "passed":
         return 1
     return 0

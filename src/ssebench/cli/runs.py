@@ -17,8 +17,11 @@ from typing import Any
 from ssebench import labels
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.cli.output import print_json, print_table
+from ssebench.errors import SsebenchError
 from ssebench.extensions import Backend, RunInfo
+from ssebench.proxy import revoke_abandoned_key
 from ssebench.results import iter_summaries
+from ssebench.scratch import remove_abandoned_folders
 
 NO_SUCH_RUN = 3
 SEVERAL_RUNS = 4
@@ -257,29 +260,53 @@ def abandoned_reason(run: RunInfo, *, now: float, host: str) -> str | None:
     return labels.abandoned_reason(run.labels, now=now, host=host)
 
 
+def _revoke_key(backend: Backend, run: RunInfo) -> str | None:
+    """Revoke the model key of a run prune removes (its runner died before it could);
+    what happened, or None for a run without a key. Raises SsebenchError."""
+    hashed = run.labels.get(labels.KEY_SHA256)
+    if not hashed:
+        return None
+    return "revoked" if revoke_abandoned_key(backend.proxy(), hashed) else "revoked already"
+
+
 def prune_command(arguments: argparse.Namespace) -> int:
     backend = _backend(arguments)
     now, host = time.time(), socket.gethostname()
     removed: list[dict[str, str | None]] = []
+    kept: list[dict[str, str]] = []
     for run in backend.list_runs(labels.LISTED_RUNS):
         reason = abandoned_reason(run, now=now, host=host)
         if reason is None:
             continue
+        # The key first: a run whose key cannot be revoked stays, so that a later
+        # prune (with the master key) still finds the key's hash on it.
+        try:
+            key = _revoke_key(backend, run)
+        except SsebenchError as error:
+            kept.append({"run_id": run.run_id, "name": run.name, "reason": str(error)})
+            print(f"ssebench: kept {run.run_id} ({run.name}): {error}", file=sys.stderr)
+            continue
         backend.stop(run.handle, 0)
         backend.cleanup(run.handle)
-        removed.append({"run_id": run.run_id, "name": run.name, "reason": reason})
+        removed.append({"run_id": run.run_id, "name": run.name, "reason": reason, "key": key})
         if not arguments.json:
-            print(f"removed {run.run_id} ({run.name}): {reason}")
+            revoked = f"; its model key {key}" if key else ""
+            print(f"removed {run.run_id} ({run.name}): {reason}{revoked}")
     for name in backend.remove_abandoned(now, host):
         reason = "its run is gone"
         removed.append({"run_id": None, "name": name, "reason": reason})
         if not arguments.json:
             print(f"removed {name}: {reason}")
+    # Build folders of runners killed before they could remove them (ssebench.scratch).
+    folders = [str(path) for path in remove_abandoned_folders()]
     if arguments.json:
-        print_json({"backend": backend.name, "removed": removed})
-    elif not removed:
-        print("nothing to prune")
-    return 0
+        print_json({"backend": backend.name, "removed": removed, "kept": kept, "folders": folders})
+    else:
+        for folder in folders:
+            print(f"removed {folder}: its process is gone")
+        if not removed and not folders and not kept:
+            print("nothing to prune")
+    return 1 if kept else 0
 
 
 def results_command(arguments: argparse.Namespace) -> int:

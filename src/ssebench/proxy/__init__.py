@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from .keys import DEFAULT_BUDGET_USD, ProxyClient, ProxyError, RunKey, Spend
 from .models import MASTER_KEY_VARIABLE, Model, ModelCatalog
-from .session import ModelAccessPlan, ModelSession, open_model_session, plan_model_access
+from .session import (
+    ModelAccessPlan,
+    ModelSession,
+    open_model_session,
+    plan_model_access,
+    revoke_abandoned_key,
+)
 from .stack import LocalStack
 
 __all__ = [
@@ -27,4 +33,5 @@ __all__ = [
     "Spend",
     "open_model_session",
     "plan_model_access",
+    "revoke_abandoned_key",
 ]

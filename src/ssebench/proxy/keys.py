@@ -241,11 +241,27 @@ class ProxyClient:
                 reason="answer",
             ) from None
 
-    def delete_key(self, key: RunKey) -> None:
-        data = self._request("POST", "/key/delete", {"keys": [key.hashed]})
+    def revoke_hash(self, hashed: str) -> bool:
+        """Revoke the key whose SHA-256 is hashed; False when the proxy has no such key
+        (revoked already). Raises ProxyError otherwise."""
+        try:
+            data = self._request("POST", "/key/delete", {"keys": [hashed]})
+        except ProxyError as error:
+            if error.status == 404:
+                return False
+            raise
         deleted = data.get("deleted_keys") if isinstance(data, dict) else None
-        if not isinstance(deleted, list) or key.hashed not in deleted:
+        if not isinstance(deleted, list) or hashed not in deleted:
             raise ProxyError(
                 f"The LiteLLM proxy at {self.host_url} did not confirm that it revoked the key",
                 reason="answer",
+            )
+        return True
+
+    def delete_key(self, key: RunKey) -> None:
+        if not self.revoke_hash(key.hashed):
+            raise ProxyError(
+                f"The LiteLLM proxy at {self.host_url} has no such key to revoke",
+                reason="answer",
+                status=404,
             )

@@ -60,6 +60,25 @@ class ModelSession:
         return spend
 
 
+def _check_master_key(client: ProxyClient) -> None:
+    """Before a run gets the master key itself: one authenticated call that needs no
+    database. A proxy without a database answers every key but its master key with
+    "No connected db", so a wrong master key looks like the missing database; given to
+    the run, it would fail every model call and be graded as a failed task."""
+    try:
+        client.served_models()
+    except ProxyError as error:
+        if error.reason not in ("no_database", "auth"):
+            raise
+        raise ProxyError(
+            f"The LiteLLM proxy at {client.host_url} did not accept the master key (a proxy "
+            "without a database refuses any other key as if it had no database); check "
+            f"{MASTER_KEY_VARIABLE}: it must be the key the proxy was started with",
+            reason="auth",
+            status=error.status,
+        ) from None
+
+
 def open_model_session(
     endpoint: ProxyEndpoint,
     master_key: str,
@@ -84,6 +103,8 @@ def open_model_session(
                 reason="no_database",
                 status=error.status,
             ) from None
+        _check_master_key(client)
+        client.check_model(model)
         say(
             "the proxy has no database and cannot make keys: the run gets the master key "
             f"({MASTER_KEY_FOR_RUNS_VARIABLE}=1), with no budget and no spend record"
@@ -92,6 +113,19 @@ def open_model_session(
     else:
         say(f"made the run's key: model {model}, budget {budget:g} USD")
     return ModelSession(client=client, key=key, service_url=endpoint.service_url)
+
+
+def revoke_abandoned_key(backend_proxy: ProxyEndpoint | None, hashed: str) -> bool:
+    """Revoke the key (by its SHA-256) of a run whose runner died before it could;
+    False when the proxy has it no more. The proxy is the backend's, else the local
+    stack's. Raises UserError (no master key here) or ProxyError."""
+    master_key = os.environ.get(MASTER_KEY_VARIABLE, "")
+    if not master_key:
+        raise UserError(
+            f"the run has a model key to revoke: export ${MASTER_KEY_VARIABLE} and prune again"
+        )
+    endpoint = backend_proxy or LocalStack().endpoint()
+    return ProxyClient(endpoint.host_url, master_key).revoke_hash(hashed)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Collection
@@ -26,6 +25,7 @@ from pathlib import Path
 from ssebench.errors import UserError
 from ssebench.extensions import ProxyEndpoint
 from ssebench.images import add_build_ca, failure_reason, run_docker
+from ssebench.scratch import scratch_folder
 
 from .models import MASTER_KEY_VARIABLE, ModelCatalog
 
@@ -199,8 +199,8 @@ class LocalStack:
                 built[service] = image
                 continue
             self.say(f"building {image} (this takes a few minutes the first time)")
-            with tempfile.TemporaryDirectory(prefix="ssebench-build-") as scratch:
-                context = Path(scratch) / "context"
+            with scratch_folder("build") as scratch:
+                context = scratch / "context"
                 shutil.copytree(self.compose_dir / IMAGES[service][0], context)
                 add_build_ca(context)
                 arguments = (

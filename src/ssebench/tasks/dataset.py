@@ -48,6 +48,15 @@ def load_dataset(folder: Path) -> Dataset:
         data = yaml.safe_load(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise TaskError(f"{file}: no such file; a dataset folder needs a dataset.yaml") from None
+    except UnicodeDecodeError as error:
+        raise TaskError(
+            f"{file}: not UTF-8 text (byte {error.start}); save it as UTF-8", path=str(file)
+        ) from None
+    except OSError as error:
+        raise TaskError(
+            f"{file}: cannot be read ({error.strerror}); a dataset.yaml must be a file",
+            path=str(file),
+        ) from None
     except yaml.YAMLError:
         raise TaskError(f"{file}: not valid YAML", path=str(file)) from None
     if not isinstance(data, dict):

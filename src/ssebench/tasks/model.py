@@ -94,6 +94,15 @@ def load_task(folder: Path, dataset: str = "local") -> Task:
         data = yaml.safe_load(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise TaskError(f"{file}: no such file; a task folder needs a task.yaml") from None
+    except UnicodeDecodeError as error:
+        raise TaskError(
+            f"{file}: not UTF-8 text (byte {error.start}); save it as UTF-8", path=str(file)
+        ) from None
+    except OSError as error:
+        raise TaskError(
+            f"{file}: cannot be read ({error.strerror}); a task.yaml must be a file",
+            path=str(file),
+        ) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""

@@ -73,7 +73,15 @@ class FakeBackend(Backend):
             )
         return Images(run=f"fake/{behaviour}")
 
-    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+    def copy_from_image(
+        self,
+        image: str,
+        path: str,
+        dest: Path,
+        platform: str | None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         if not image.startswith("fake/"):
             raise RuntimeError(f"No such image: {image}")
         dest.write_text(FAKE_PATCH, encoding="utf-8")

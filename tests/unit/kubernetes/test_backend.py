@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from ssebench.backends.kubernetes import backend, manifests
 from ssebench.backends.kubernetes.backend import KubernetesBackend, wrap_command
+from ssebench.backends.kubernetes.config import KubernetesSettings
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import ImageRequest, RunHandle
+from tests.unit.kubernetes.test_manifests import RUN_ID, make_spec
 
 
 def request(**overrides: object) -> ImageRequest:
@@ -111,3 +116,88 @@ def test_the_package_does_not_import_the_client() -> None:
 
 def test_sidecar_refusal_reason_is_the_specs() -> None:
     assert "copied between them before they start" in manifests.SIDECAR_REFUSED
+
+
+class RecordingApi:
+    """The API calls start makes, in order; fails the call named fail_on (a SIGKILL of
+    the runner there leaves what was made before it)."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.fail_on = fail_on
+
+    def __getattr__(self, method: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            body = next((arg for arg in args if isinstance(arg, dict)), {})
+            self.calls.append((method, body))
+            if method == self.fail_on:
+                raise KeyboardInterrupt  # what a signal does to a runner mid-start
+            if method == "create_namespaced_job":
+                return SimpleNamespace(metadata=SimpleNamespace(uid="job-uid-7"))
+            return SimpleNamespace(items=[])
+
+        return call
+
+
+def fake_api(monkeypatch: pytest.MonkeyPatch, api: RecordingApi) -> None:
+    fake = backend._Api(
+        core=api,
+        batch=api,
+        networking=api,
+        stream=lambda *a, **k: None,
+        api_exception=LookupError,
+        private_core=lambda: api,
+    )
+    monkeypatch.setattr(backend, "_api", lambda: fake)
+    monkeypatch.setattr(
+        KubernetesBackend,
+        "_wait_until_started",
+        lambda self, *a: SimpleNamespace(metadata=SimpleNamespace(name="pod-1")),
+    )
+    monkeypatch.setattr(backend, "_start_output_thread", lambda *a: None)
+
+
+def test_start_makes_the_job_first_and_the_secret_owned_from_its_first_moment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    api = RecordingApi()
+    fake_api(monkeypatch, api)
+    KubernetesBackend(KubernetesSettings(namespace="runs")).start(make_spec(tmp_path))
+    made = [(method, body) for method, body in api.calls if method.startswith("create")]
+    assert [method for method, _ in made] == [
+        "create_namespaced_job",
+        "create_namespaced_network_policy",
+        "create_namespaced_secret",
+    ]
+    owner = manifests.owner_references(f"ssebench-{RUN_ID}", "job-uid-7")
+    for _, body in made[1:]:
+        assert body["metadata"]["ownerReferences"] == owner
+    assert not [method for method, _ in api.calls if method.startswith("patch")]
+    # The task container takes its environment from the Secret only: it cannot start
+    # before the Secret exists, which is made after the policy.
+    job = made[0][1]
+    task = job["spec"]["template"]["spec"]["containers"][0]
+    assert all("secretKeyRef" in variable["valueFrom"] for variable in task["env"])
+
+
+@pytest.mark.parametrize(
+    ("killed_at", "left"),
+    [
+        ("create_namespaced_network_policy", ["job"]),
+        ("create_namespaced_secret", ["job", "networkpolicy"]),
+    ],
+)
+def test_an_interrupted_start_leaves_no_secret_without_its_job(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, killed_at: str, left: list[str]
+) -> None:
+    """Interrupted at each step, start removes what it made; killed outright there
+    instead, what exists is the Job and objects it owns, never an unowned Secret."""
+    api = RecordingApi(fail_on=killed_at)
+    fake_api(monkeypatch, api)
+    with pytest.raises(KeyboardInterrupt):
+        KubernetesBackend(KubernetesSettings(namespace="runs")).start(make_spec(tmp_path))
+    made = [method for method, _ in api.calls if method.startswith("create")]
+    assert made[-1] == killed_at and "create_namespaced_secret" not in made[:-1]
+    deleted = [method for method, _ in api.calls if method.startswith("delete_namespaced")]
+    kinds = {"delete_namespaced_job": "job", "delete_namespaced_network_policy": "networkpolicy"}
+    assert [kinds[method] for method in deleted if method in kinds] == left

@@ -284,8 +284,12 @@ def test_copy_pod_is_hardened() -> None:
     assert pod["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "ssebench"
 
 
-def test_owner_reference_names_the_job() -> None:
-    reference = manifests.owner_reference("ssebench-x", "uid-1")
-    assert reference["metadata"]["ownerReferences"] == [
+def test_owned_objects_name_the_job_and_keep_their_metadata() -> None:
+    references = manifests.owner_references("ssebench-x", "uid-1")
+    assert references == [
         {"apiVersion": "batch/v1", "kind": "Job", "name": "ssebench-x", "uid": "uid-1"}
     ]
+    body = {"kind": "Secret", "metadata": {"name": "ssebench-x", "labels": {"a": "b"}}}
+    owned = manifests.owned(body, references)
+    assert owned["metadata"] == {**body["metadata"], "ownerReferences": references}
+    assert "ownerReferences" not in body["metadata"], "the body given is left as it was"

@@ -365,7 +365,15 @@ class KubernetesBackend(Backend):
             raise UserError("The kubernetes backend cannot build images; pass --prebuilt")
         return prebuilt_images(request)
 
-    def copy_from_image(self, image: str, path: str, dest: Path, platform: str | None) -> None:
+    def copy_from_image(
+        self,
+        image: str,
+        path: str,
+        dest: Path,
+        platform: str | None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         api = _api()
         namespace = self.namespace
         name = f"ssebench-copy-{secrets.token_hex(5)}"
@@ -434,25 +442,12 @@ class KubernetesBackend(Backend):
         )
         created: list[str] = []
         try:
-            # The Secret and the policy exist before the pod, so it never runs without
-            # its environment or unrestricted.
-            _call(
-                f"Cannot create the Secret {name}",
-                api.core.create_namespaced_secret,
-                namespace,
-                secret,
-                run_id=spec.run_id,
-                hidden=hidden,
-            )
-            created.append("secret")
-            _call(
-                f"Cannot create the NetworkPolicy {name}",
-                api.networking.create_namespaced_network_policy,
-                namespace,
-                policy,
-                run_id=spec.run_id,
-            )
-            created.append("networkpolicy")
+            # The Job first: its pod cannot start its task container without the Secret
+            # (its environment), so nothing of the run runs yet. Then the policy, then
+            # the Secret, both owned by the Job from their first moment: a runner killed
+            # at any point leaves a Job that `runs list` and prune see, and whose
+            # removal takes the rest with it; never a Secret that nothing owns. The
+            # policy exists before the Secret, so the task never runs unrestricted.
             made = _call(
                 f"Cannot create the Job {name}",
                 api.batch.create_namespaced_job,
@@ -461,23 +456,24 @@ class KubernetesBackend(Backend):
                 run_id=spec.run_id,
             )
             created.append("job")
-            owner = manifests.owner_reference(name, made.metadata.uid)
+            owner = manifests.owner_references(name, made.metadata.uid)
             _call(
-                f"Cannot make the Job own the Secret {name}",
-                api.core.patch_namespaced_secret,
-                name,
+                f"Cannot create the NetworkPolicy {name}",
+                api.networking.create_namespaced_network_policy,
                 namespace,
-                owner,
+                manifests.owned(policy, owner),
                 run_id=spec.run_id,
             )
+            created.append("networkpolicy")
             _call(
-                f"Cannot make the Job own the NetworkPolicy {name}",
-                api.networking.patch_namespaced_network_policy,
-                name,
+                f"Cannot create the Secret {name}",
+                api.core.create_namespaced_secret,
                 namespace,
-                owner,
+                manifests.owned(secret, owner),
                 run_id=spec.run_id,
+                hidden=hidden,
             )
+            created.append("secret")
             handle = RunHandle(
                 backend=self.name,
                 run_id=spec.run_id,

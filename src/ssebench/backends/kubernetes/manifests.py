@@ -338,12 +338,12 @@ def copy_pod(
     }
 
 
-def owner_reference(job_name: str, job_uid: str) -> dict[str, Any]:
-    """Makes the Secret and the policy the Job's, so the cluster removes them with it."""
-    return {
-        "metadata": {
-            "ownerReferences": [
-                {"apiVersion": "batch/v1", "kind": "Job", "name": job_name, "uid": job_uid}
-            ]
-        }
-    }
+def owner_references(job_name: str, job_uid: str) -> list[dict[str, Any]]:
+    """The ownerReferences that make an object the Job's, so the cluster removes it
+    with the Job (and at once, should the Job be gone already)."""
+    return [{"apiVersion": "batch/v1", "kind": "Job", "name": job_name, "uid": job_uid}]
+
+
+def owned(body: Mapping[str, Any], references: list[dict[str, Any]]) -> dict[str, Any]:
+    """body (a Secret, a NetworkPolicy) created owned by the Job of references."""
+    return {**body, "metadata": {**body["metadata"], "ownerReferences": references}}
