@@ -19,7 +19,7 @@ import pytest
 from ssebench.backends.docker import DockerBackend, archive_volume_name, container_name
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import ARCHIVE_TARGET, RunHandle
-from ssebench.labels import ARCHIVE_OF, DEADLINE, KEEP, RUNNER_HOST, RUNNER_PID
+from ssebench.labels import ARCHIVE_OF, DEADLINE, KEEP, PAIR, RUNNER_HOST, RUNNER_PID
 from tests.unit.test_docker_backend import a_container, make_spec
 from tests.unit.test_images import FakeDocker, fake_docker_on_path
 
@@ -185,7 +185,8 @@ def test_prune_removes_archive_volumes_whose_run_is_gone(fake_docker: FakeDocker
         "live": {RUNNER_HOST: host, RUNNER_PID: str(os.getpid()), DEADLINE: later},
         "other-host": {RUNNER_HOST: "elsewhere", RUNNER_PID: str(dead), DEADLINE: later},
     }
-    fake_docker.on("volume", "ls", stdout="\n".join(volumes) + "\n")
+    listing = ("volume", "ls", "--quiet", "--filter", f"label={ARCHIVE_OF}")
+    fake_docker.on(*listing, stdout="\n".join(volumes) + "\n")
     inspected = [
         {"Name": name, "Labels": {ARCHIVE_OF: "r", **found}} for name, found in volumes.items()
     ]
@@ -195,6 +196,20 @@ def test_prune_removes_archive_volumes_whose_run_is_gone(fake_docker: FakeDocker
     assert [argv[-1] for argv in fake_docker.calls_of("volume", "rm")] == removed
     # Never --force: docker refuses a volume that a container still uses.
     assert all("--force" not in argv for argv in fake_docker.calls_of("volume", "rm"))
+
+
+def test_prune_removes_sidecar_volumes_whose_runner_died_before_the_container(
+    fake_docker: FakeDocker,
+) -> None:
+    """A sidecar runner killed after making the pair's volumes and before the
+    environment container: no container for prune to find, only the volumes."""
+    host, now = socket.gethostname(), time.time()
+    runner = {RUNNER_HOST: host, RUNNER_PID: str(_dead_pid()), DEADLINE: str(int(now) + 3600)}
+    names = ["ssebench-p-source", "ssebench-p-sockets"]
+    fake_docker.on("volume", "ls", "--quiet", "--filter", f"label={PAIR}", stdout="\n".join(names))
+    inspected = [{"Name": name, "Labels": {PAIR: "p", **runner}} for name in names]
+    fake_docker.on("volume", "inspect", stdout=json.dumps(inspected))
+    assert DockerBackend().remove_abandoned(now, host) == names
 
 
 def _dead_pid() -> int:

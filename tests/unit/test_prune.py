@@ -61,7 +61,7 @@ def test_kept_runs_are_never_pruned() -> None:
 
 
 class PrunedBackend:
-    """What prune calls of a backend: list_runs, stop, cleanup and proxy."""
+    """What prune calls of a backend: list_runs, stop, cleanup, remove_abandoned, proxy."""
 
     name = "stub"
 
@@ -80,6 +80,9 @@ class PrunedBackend:
 
     def proxy(self) -> ProxyEndpoint | None:
         return self.endpoint
+
+    def remove_abandoned(self, now: float, host: str) -> list[str]:
+        return []
 
 
 def prune(
