@@ -130,7 +130,12 @@ def faults(tmp_path: Path) -> Iterator[Faults]:
 
 
 def mine(run_ids: list[str]) -> list[str]:
+    """What is left of these runs: containers, volumes, networks."""
     return [entry for entry in leftovers() if any(run_id in entry for run_id in run_ids)]
+
+
+def containers_of(run_ids: list[str]) -> list[str]:
+    return [entry for entry in mine(run_ids) if entry.startswith("container ")]
 
 
 def test_sigkill_before_the_container_exists_leaves_no_env_file(faults: Faults) -> None:
@@ -143,7 +148,9 @@ def test_sigkill_before_the_container_exists_leaves_no_env_file(faults: Faults) 
     runner.ended()
     assert faults.left_on_disk() == []
     # The orphaned docker run creates its container after the pause: prune finds it.
-    wait_until(lambda: mine([run_id]), what="the orphaned container", seconds=SLOW_SECONDS * 3)
+    wait_until(
+        lambda: containers_of([run_id]), what="the orphaned container", seconds=SLOW_SECONDS * 3
+    )
     removed = faults.prune()["removed"]
     assert run_id in [run["run_id"] for run in removed]  # type: ignore[union-attr,index]
     assert mine([run_id]) == [] and faults.left_on_disk() == []
@@ -209,7 +216,7 @@ def making(run_ids: list[str]) -> list[str]:
         except OSError:
             continue
         busy |= {run_id for run_id in run_ids if any(run_id.encode() in w for w in words)}
-    return [run_id for run_id in sorted(busy) if not mine([run_id])]
+    return [run_id for run_id in sorted(busy) if not containers_of([run_id])]
 
 
 def test_runners_killed_at_random_phases_leave_nothing_after_prune(faults: Faults) -> None:
