@@ -195,7 +195,12 @@ def check(root: Path, data: bytes, chunk_size: int) -> None:
     with contextlib.suppress(UnsafeArchiveError):
         extract(chunks(data, chunk_size), dest, LIMITS)
     assert tree(root, dest) == outside_before
-    assert os.readlink(dest / "planted-link") == str(root / "outside")
+    # An entry of the same name may replace the planted link (the extractor removes
+    # what stands in its way, never writing through it); a link that stays is the
+    # planted one, unchanged: the extractor makes no link of its own.
+    planted_link = dest / "planted-link"
+    if planted_link.is_symlink():
+        assert os.readlink(planted_link) == str(root / "outside")
     made = [path for path in dest.rglob("*") if path not in planted]
     assert len(made) <= MAX_ENTRIES
     written = 0
