@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -21,7 +22,7 @@ import pytest
 
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
-from tests.docker.model_stack import ModelStack, docker, ssebench
+from tests.docker.model_stack import ModelStack, docker
 
 pytestmark = pytest.mark.docker
 TASK = "py-semver-prerelease"
@@ -93,7 +94,7 @@ def run_codex(
         "--timeout", "900", *extra,
     ]  # fmt: skip
     process = subprocess.Popen(
-        ["python3", "-m", "ssebench.cli.main", *arguments],
+        [sys.executable, "-m", "ssebench.cli.main", *arguments],
         env=stack.env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -194,7 +195,7 @@ def test_codex_reads_checks_with_mcp_edits_and_passes_and_the_key_stays_hidden(
     assert len(chats) == 4, [r["path"] for r in chats]
     body = chats[-1]["body"]
     assert isinstance(body, dict)
-    names = {tool["function"]["name"] if "function" in tool else tool["name"] for tool in body["tools"]}
+    names = {tool.get("function", tool)["name"] for tool in body["tools"]}
     assert {"exec_command", "mcp__ssebench__test_patch"} <= names
     assert all(tool.get("type") == "function" for tool in body["tools"])
     results = [m["content"] for m in body["messages"] if m["role"] == "tool"]

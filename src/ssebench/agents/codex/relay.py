@@ -15,6 +15,7 @@ the Authorization header with the run key included, passes through untouched;
 nothing is logged. Standard library only.
 """
 
+import contextlib
 import http.client
 import json
 import threading
@@ -119,7 +120,8 @@ class Relay:
         self.server.server_close()
 
     def connection(self):
-        kind = http.client.HTTPSConnection if self.upstream.scheme == "https" else http.client.HTTPConnection
+        https = self.upstream.scheme == "https"
+        kind = http.client.HTTPSConnection if https else http.client.HTTPConnection
         return kind(self.upstream.netloc, timeout=UPSTREAM_TIMEOUT_SECONDS)
 
     def _handler(self):
@@ -168,10 +170,8 @@ class Relay:
                             self.wfile.flush()
                         return
                     data = answer.read()
-                    try:
+                    with contextlib.suppress(ValueError):  # not JSON: passed on as it is
                         data = json.dumps(restore_event(json.loads(data), relay.names)).encode()
-                    except ValueError:
-                        pass
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
