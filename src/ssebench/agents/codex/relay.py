@@ -15,12 +15,15 @@ the Authorization header with the run key included, passes through untouched;
 nothing is logged. Standard library only.
 """
 
+from __future__ import annotations
+
 import contextlib
 import http.client
 import json
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 SEPARATOR = "__"
 # Headers that belong to one hop, never passed on.
@@ -33,22 +36,22 @@ UPSTREAM_TIMEOUT_SECONDS = 600
 class ToolNames:
     """The flat names given to namespaced tools, and the way back."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._namespaced = {}
+        self._namespaced: dict[str, tuple[str, str]] = {}
 
-    def flat(self, namespace, name):
+    def flat(self, namespace: str, name: str) -> str:
         flat = f"{namespace}{SEPARATOR}{name}"
         with self._lock:
             self._namespaced[flat] = (namespace, name)
         return flat
 
-    def namespaced(self, flat):
+    def namespaced(self, flat: str) -> tuple[str, str] | None:
         with self._lock:
             return self._namespaced.get(flat)
 
 
-def flatten_request(body, names):
+def flatten_request(body: dict[str, Any], names: ToolNames) -> dict[str, Any]:
     """The request with namespace tools (and namespaced calls) as plain functions."""
     tools = []
     for tool in body.get("tools") or []:
@@ -67,14 +70,14 @@ def flatten_request(body, names):
     return body
 
 
-def restore_item(item, names):
+def restore_item(item: Any, names: ToolNames) -> None:
     if isinstance(item, dict) and item.get("type") == "function_call" and not item.get("namespace"):
         found = names.namespaced(item.get("name", ""))
         if found:
             item["namespace"], item["name"] = found
 
 
-def restore_event(event, names):
+def restore_event(event: Any, names: ToolNames) -> Any:
     """An answer (or one event of its stream) with namespaced calls as Codex made them."""
     if not isinstance(event, dict):
         return event
@@ -86,7 +89,7 @@ def restore_event(event, names):
     return event
 
 
-def restore_stream_line(line, names):
+def restore_stream_line(line: bytes, names: ToolNames) -> bytes:
     """One line of a server-sent event stream (bytes, with its newline)."""
     if not line.startswith(b"data:"):
         return line
@@ -101,42 +104,42 @@ def restore_stream_line(line, names):
 class Relay:
     """An HTTP relay on 127.0.0.1 to `upstream` (the proxy's base URL)."""
 
-    def __init__(self, upstream):
+    def __init__(self, upstream: str) -> None:
         self.upstream = urllib.parse.urlsplit(upstream)
         self.names = ToolNames()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
 
     @property
-    def url(self):
+    def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def start(self):
+    def start(self) -> Relay:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         return self
 
-    def stop(self):
+    def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
 
-    def connection(self):
+    def connection(self) -> http.client.HTTPConnection:
         https = self.upstream.scheme == "https"
         kind = http.client.HTTPSConnection if https else http.client.HTTPConnection
         return kind(self.upstream.netloc, timeout=UPSTREAM_TIMEOUT_SECONDS)
 
-    def _handler(self):
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
         relay = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format, *args):
+            def log_message(self, format: str, *args: Any) -> None:
                 pass  # the headers carry the run key: nothing of a request is logged
 
-            def do_GET(self):
+            def do_GET(self) -> None:
                 self.forward(None)
 
-            def do_POST(self):
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 try:
                     request = json.loads(body)
@@ -146,7 +149,7 @@ class Relay:
                     body = json.dumps(flatten_request(request, relay.names)).encode()
                 self.forward(body)
 
-            def forward(self, body):
+            def forward(self, body: bytes | None) -> None:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_HEADERS}
                 path = relay.upstream.path.rstrip("/") + self.path
                 upstream = relay.connection()
