@@ -128,3 +128,13 @@ def test_the_relay_passes_the_key_on_and_streams_the_call_back_namespaced(upstre
     data = [json.loads(line[len(b"data: ") :]) for line in lines if line.startswith(b"data:")]
     assert data[0]["item"]["namespace"] == "mcp__ssebench"
     assert data[0]["item"]["name"] == "test_patch"
+
+
+def test_an_error_answer_becomes_one_line_with_the_proxys_message() -> None:
+    body = json.dumps({"error": {"message": "Budget has been exceeded!\n Spend: 5.1"}}).encode()
+    assert relay.error_line(400, body) == (
+        "the proxy answered HTTP 400: Budget has been exceeded! Spend: 5.1"
+    )
+    assert relay.error_line(502, b"<html>Bad Gateway</html>") == (
+        "the proxy answered HTTP 502: <html>Bad Gateway</html>"
+    )

@@ -31,6 +31,7 @@ HOP_HEADERS = frozenset(
     {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "accept-encoding"}
 )
 UPSTREAM_TIMEOUT_SECONDS = 600
+ERROR_CHARS = 300
 
 
 class ToolNames:
@@ -101,12 +102,25 @@ def restore_stream_line(line: bytes, names: ToolNames) -> bytes:
     return b"data: " + json.dumps(restore_event(event, names)).encode() + b"\n"
 
 
+def error_line(status: int, data: bytes) -> str:
+    """One line for an error answer: its status and the message of its JSON body."""
+    try:
+        error = json.loads(data).get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+    except (ValueError, AttributeError):
+        message = data.decode("utf-8", "replace")
+    text = " ".join(str(message or "").split())[:ERROR_CHARS]
+    return f"the proxy answered HTTP {status}: {text}".rstrip(": ")
+
+
 class Relay:
     """An HTTP relay on 127.0.0.1 to `upstream` (the proxy's base URL)."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = urllib.parse.urlsplit(upstream)
         self.names = ToolNames()
+        # The proxy's last refusal ("HTTP 500: ..."): a better reason than Codex's own words.
+        self.last_error = ""
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
 
@@ -157,7 +171,8 @@ class Relay:
                     upstream.request(self.command, path, body=body, headers=headers)
                     answer = upstream.getresponse()
                 except OSError as error:
-                    self.send_error(502, f"the proxy could not be reached: {error}")
+                    relay.last_error = f"the proxy could not be reached: {error}"
+                    self.send_error(502, relay.last_error)
                     return
                 try:
                     self.send_response(answer.status, answer.reason)
@@ -166,13 +181,16 @@ class Relay:
                             self.send_header(name, value)
                     self.send_header("Connection", "close")
                     self.close_connection = True
-                    if "text/event-stream" in (answer.getheader("Content-Type") or ""):
+                    streamed = "text/event-stream" in (answer.getheader("Content-Type") or "")
+                    if streamed and answer.status < 400:
                         self.end_headers()
                         for line in iter(answer.readline, b""):
                             self.wfile.write(restore_stream_line(line, relay.names))
                             self.wfile.flush()
                         return
                     data = answer.read()
+                    if answer.status >= 400:
+                        relay.last_error = error_line(answer.status, data)
                     with contextlib.suppress(ValueError):  # not JSON: passed on as it is
                         data = json.dumps(restore_event(json.loads(data), relay.names)).encode()
                     self.send_header("Content-Length", str(len(data)))
