@@ -238,7 +238,8 @@ def test_codex_whose_model_answers_500_ends_by_itself_as_an_error(
     output, summary, run_dir = finished(process)
     took = time.monotonic() - started
     assert summary["status"] == "error", (summary, output[-3000:])
-    assert str(summary["error_msg"]).startswith("Model error: "), summary
+    assert str(summary["error_msg"]).startswith("Model error: the proxy answered HTTP 500"), summary
+    assert "upstream exploded" in str(summary["error_msg"]), "the upstream's own message"
     assert took < 600, f"the run took {took:.0f}s of its 900s: it did not end by itself"
     complete = agent_events(run_dir)[-1]
     assert complete["type"] == "complete" and complete["status"] == "error"
