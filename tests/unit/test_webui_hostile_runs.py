@@ -91,12 +91,14 @@ def make_hostile_results(root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def web(results: Path) -> Iterator[TestClient]:
-    from ssebench.testing.fake import FakeBackend
+def web(results: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    from ssebench.testing.fake import STATE_VARIABLE, FakeBackend
 
     settings = WebSettings(results=results, dataset=str(PILOT_DATASET), token=TOKEN)
     client = TestClient(create_app(settings, FakeBackend()), base_url="http://127.0.0.1:3001")
-    with client:
+    # A backend with no runs of its own: the session's fake state holds other tests' runs.
+    with pytest.MonkeyPatch.context() as patch, client:
+        patch.setenv(STATE_VARIABLE, str(tmp_path_factory.mktemp("hostile-fake-state")))
         yield client
 
 

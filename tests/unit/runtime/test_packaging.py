@@ -81,7 +81,15 @@ def test_tool_layer_contract() -> None:
 
 def test_agent_layer_contract() -> None:
     lines = instructions("agent.Dockerfile")
-    assert lines[0] == "ARG BASE_IMAGE" and lines[1] == "FROM ${BASE_IMAGE}"
+    assert lines[:4] == [
+        "ARG BASE_IMAGE",
+        "ARG INSTALL_IMAGE",
+        "FROM ${INSTALL_IMAGE} AS install",
+        "FROM ${BASE_IMAGE}",
+    ]
+    # The installed program is copied last, from the agent's install image.
+    copies = [line for line in lines if line.startswith("COPY")]
+    assert copies[-1].startswith("COPY --chown=0:0 --from=install /opt/ssebench/agent-install/")
     assert "ARG AGENT_NAME" in lines and "ARG AGENT_VERSION" in lines
     assert 'CMD ["/opt/ssebench/agent/run"]' in lines
     label = next(line for line in lines if line.startswith("LABEL "))
