@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import stat
 from pathlib import Path
 
 import pytest
 
-from ssebench.agents import Agent
 from ssebench.backends.docker import DockerBackend
 from ssebench.backends.kubernetes.archive import MAX_BYTES, MAX_DEPTH, MAX_ENTRIES
 from ssebench.errors import BackendError
@@ -32,24 +30,12 @@ from ssebench.runner import READOUT_FAILED, Runner, RunSettings
 from ssebench.tasks import load_dataset
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import archive_objects, new_run_id
+from tests.hostile_agent import SETUID_TEXT, hostile_agent, tree_of
 
 pytestmark = pytest.mark.docker
 TASK = "py-semver-prerelease"
-HOSTILE = Path(__file__).resolve().parents[1] / "fixtures" / "agents" / "hostile"
 # The agent makes 250,000 files; reading them out is the slow part.
 COPY_SECONDS = 240
-ALLOWED = (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH) ^ 0o7777
-
-
-def hostile_agent() -> Agent:
-    data = json.loads((HOSTILE / "agent.json").read_text())
-    return Agent(
-        name=data["name"],
-        version=data["version"],
-        description=data["description"],
-        path=HOSTILE,
-        needs_model=False,
-    )
 
 
 def settings(results: Path, name: str, files: int = 250_000) -> RunSettings:
@@ -70,25 +56,6 @@ def settings(results: Path, name: str, files: int = 250_000) -> RunSettings:
 def images(tmp_path_factory: pytest.TempPathFactory) -> Images:
     run_settings = settings(tmp_path_factory.mktemp("images"), "images")
     return Runner(DockerBackend(quiet_builds=True), out=io.StringIO()).prepare(run_settings)
-
-
-def tree_of(run_dir: Path) -> tuple[list[str], int, int]:
-    """(entries of a kind or mode the host must never hold, entries in archive/, bytes
-    of the files in archive/), walked without following anything."""
-    bad, entries, size = [], 0, 0
-    for folder, directories, files in os.walk(run_dir, followlinks=False):
-        for name in (*directories, *files):
-            path = Path(folder) / name
-            info = path.lstat()
-            if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
-                bad.append(f"{path}: type {stat.S_IFMT(info.st_mode):o}")
-            elif stat.S_IMODE(info.st_mode) & ~ALLOWED:
-                bad.append(f"{path}: mode {stat.S_IMODE(info.st_mode):o}")
-            if run_dir / "archive" in path.parents:
-                entries += 1
-                if stat.S_ISREG(info.st_mode):
-                    size += info.st_size
-    return bad, entries, size
 
 
 @pytest.mark.parametrize(
@@ -134,7 +101,7 @@ def test_a_hostile_archive_reaches_the_host_safe_and_within_the_caps(
     assert size <= MAX_BYTES
     archive = run_dir / "archive"
     # What was copied before the cap broke: the files the agent may keep, made safe.
-    assert (archive / "a-setuid").read_text() == "#!/bin/sh\nid\n"
+    assert (archive / "a-setuid").read_text() == SETUID_TEXT
     assert stat.S_IMODE((archive / "a-setuid").stat().st_mode) == 0o755
     assert stat.S_IMODE((archive / "a-world-writable").stat().st_mode) == 0o755
     assert not (archive / "dialog.jsonl").exists()  # the agent's FIFO: skipped
