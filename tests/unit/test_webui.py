@@ -567,3 +567,45 @@ def test_a_launch_does_not_pass_the_token_on(
     assert seen["start_new_session"] is True
     assert all(TOKEN not in word for word in seen["argv"])
     assert launched.output == tmp_path / ".webui" / "launches" / f"{launched.run_id}.log"
+
+
+# -- the start -----------------------------------------------------------------------
+
+
+class SlowListing(StandInBackend):
+    """A backend whose listing costs seconds, as the Kubernetes client's first does."""
+
+    def __init__(self, daemon_url: str, seconds: float) -> None:
+        super().__init__([live_run("live-1")], daemon_url)
+        self.seconds = seconds
+        self.listings = 0
+
+    def list_runs(self, labels: Mapping[str, str]) -> list[RunInfo]:
+        self.listings += 1
+        time.sleep(self.seconds)
+        return super().list_runs(labels)
+
+
+def test_the_backend_is_listed_before_the_first_request(results: Path, daemon: str) -> None:
+    backend = SlowListing(daemon, 1.0)
+    settings = WebSettings(results=results, dataset=str(PILOT_DATASET), token=TOKEN)
+    with TestClient(create_app(settings, backend), base_url=ORIGIN) as client:
+        assert backend.listings == 1  # during the start, before any request
+        started = time.monotonic()
+        answer = client.get("/api/runs", headers=AUTH)
+        assert answer.status_code == 200 and time.monotonic() - started < 0.5
+        assert "live-1" in {run["run_id"] for run in answer.json()["runs"]}
+
+
+def test_a_backend_that_answers_slowly_delays_the_start_a_bounded_time(
+    results: Path, daemon: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("ssebench.webui.app.WARM_UP_SECONDS", 0.2)
+    backend = SlowListing(daemon, 2.0)
+    settings = WebSettings(results=results, dataset=str(PILOT_DATASET), token=TOKEN)
+    started = time.monotonic()
+    with TestClient(create_app(settings, backend), base_url=ORIGIN) as client:
+        assert time.monotonic() - started < 1.5
+        # The first request waits for the listing that is under way, not for another.
+        answer = client.get("/api/runs", headers=AUTH)
+        assert answer.status_code == 200 and backend.listings == 1

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,8 @@ STATIC = Path(str(files("ssebench.webui") / "static"))
 STOP_GRACE_SECONDS = 30.0
 TERMINAL_USERS = ("model", "root")
 MAX_BODY_BYTES = 16 * 1024
+# How long the start waits for the backend's first listing (WebUI.lifespan).
+WARM_UP_SECONDS = 15.0
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -133,6 +135,24 @@ class WebUI:
         self.catalog = RunCatalog(backend, self.results, launching=self.launcher.starting)
         self.watcher = Watcher(backend)
         self._background: set[asyncio.Task[None]] = set()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        """Lists the backend's runs once before the first request: the first listing
+        pays for the backend's client (the Kubernetes client's import and configuration
+        take seconds on a loaded machine), which would otherwise make the first page
+        slow. A backend that answers slowly delays the start by WARM_UP_SECONDS at most;
+        its listing goes on, and the first request waits for it as it would have."""
+        warm_up = asyncio.ensure_future(self._list_live_runs())
+        self._background.add(warm_up)
+        warm_up.add_done_callback(self._background.discard)
+        # A listing that fails is said by the page (LiveRuns.error), not at the start.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(warm_up), WARM_UP_SECONDS)
+        yield
+
+    async def _list_live_runs(self) -> None:
+        await self.catalog.live.runs()
 
     @property
     def terminal_available(self) -> bool:
@@ -358,6 +378,7 @@ def create_app(settings: WebSettings, backend: Backend | None = None) -> Starlet
     app = Starlette(
         routes=web.routes(),
         middleware=[Middleware(Guard, settings=settings)],
+        lifespan=web.lifespan,
     )
     app.state.web = web
     return app
