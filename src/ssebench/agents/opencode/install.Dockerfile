@@ -10,6 +10,8 @@
 ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE} AS builder
 
+# The same first step as the other npm agents' install images, word for word, so that
+# Docker's build cache makes this layer once for all of them.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       nodejs npm ripgrep ca-certificates \
