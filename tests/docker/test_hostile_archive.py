@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 
 from ssebench.backends.docker import DockerBackend
-from ssebench.backends.kubernetes.archive import MAX_BYTES, MAX_DEPTH, MAX_ENTRIES
 from ssebench.errors import BackendError
 from ssebench.extensions import Images
 from ssebench.runner import READOUT_FAILED, Runner, RunSettings
+from ssebench.safe_tar import MAX_BYTES, MAX_DEPTH, MAX_ENTRIES
 from ssebench.tasks import load_dataset
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import archive_objects, new_run_id

@@ -59,9 +59,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from ssebench import images
+from ssebench import images, safe_tar
 from ssebench.backends import docker_network
-from ssebench.backends.kubernetes import archive
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
@@ -439,7 +438,7 @@ def _drain(stream: IO[bytes], limit: int) -> None:
     while chunk := stream.read(COPY_CHUNK):
         seen += len(chunk)
         if seen > limit:
-            raise archive.UnsafeArchiveError("data after the end of the archive")
+            raise safe_tar.UnsafeArchiveError("data after the end of the archive")
 
 
 def _parse_created(value: Any) -> str | None:
@@ -911,7 +910,7 @@ class DockerBackend(Backend):
         if target.is_symlink():
             raise BackendError(f"{target} is a symbolic link", backend=self.name)
         target.mkdir(exist_ok=True)
-        limits = archive.Limits.from_environment()
+        limits = safe_tar.Limits.from_environment()
         helper = self._archive_helper(handle.run_id, volume, image)
         try:
             report = self._copy_archive(handle.run_id, helper, target, limits)
@@ -954,8 +953,8 @@ class DockerBackend(Backend):
         return name
 
     def _copy_archive(
-        self, run_id: str, helper: str, target: Path, limits: archive.Limits
-    ) -> archive.ExtractReport:
+        self, run_id: str, helper: str, target: Path, limits: safe_tar.Limits
+    ) -> safe_tar.ExtractReport:
         """`docker cp` of the archive as a tar stream, unpacked into target by the
         extractor as it arrives. Raises BackendError."""
         with tempfile.TemporaryFile() as errors:
@@ -970,10 +969,10 @@ class DockerBackend(Backend):
                 raise images.docker_missing() from None
             assert process.stdout is not None
             try:
-                report = archive.extract(_chunks(process.stdout), target, limits)
+                report = safe_tar.extract(_chunks(process.stdout), target, limits)
                 # What follows the end marker is tar's padding: read so docker cp ends.
                 _drain(process.stdout, COPY_CHUNK)
-            except archive.UnsafeArchiveError as error:
+            except safe_tar.UnsafeArchiveError as error:
                 reason = str(error)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     # A stream that ended early: docker cp's own failure says why.

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench.backends.kubernetes import archive, execstream, manifests, portforward
+from ssebench import safe_tar
+from ssebench.backends.kubernetes import execstream, manifests, portforward
 from ssebench.backends.kubernetes.config import KubernetesSettings, is_label_key, is_label_value
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
@@ -689,7 +690,7 @@ class KubernetesBackend(Backend):
             )
         pod_name = pod.metadata.name
         archive_dir = dest / "archive"
-        limits = archive.Limits.from_environment()
+        limits = safe_tar.Limits.from_environment()
         try:
             # Results first, into dest; the agent's archive only ever into archive/, so
             # the grade is always the one root wrote.
@@ -699,14 +700,14 @@ class KubernetesBackend(Backend):
                 target.mkdir(exist_ok=True)
                 command = ["tar", "-c", "-f", "-", "-C", source, "."]
                 try:
-                    report = archive.extract(
+                    report = safe_tar.extract(
                         self._exec_stream(
                             namespace, pod_name, manifests.COLLECTOR_CONTAINER, command
                         ),
                         target,
                         limits,
                     )
-                except archive.UnsafeArchiveError as error:
+                except safe_tar.UnsafeArchiveError as error:
                     raise BackendError(
                         f"The {source} of {handle.run_id} was not unpacked: {error}",
                         backend=self.name,

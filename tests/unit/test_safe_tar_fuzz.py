@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssebench.backends.kubernetes.archive import BLOCK, Limits, UnsafeArchiveError, extract
+from ssebench.safe_tar import BLOCK, Limits, UnsafeArchiveError, extract
 
 MAX_BYTES = 20_000
 MAX_ENTRIES = 30

@@ -22,7 +22,7 @@ it buffers and every path it touches is bounded and checked:
 - a stream that ends early, or a header whose checksum is wrong, fails the extraction,
   and the file being written is removed.
 
-Nothing Kubernetes-specific: it reads any iterable of bytes. The Kubernetes read-out
+It reads any iterable of bytes. The Kubernetes read-out
 and the Docker backend's archive copy both unpack through it, with the same Limits
 (settings: SSEBENCH_ARCHIVE_MAX_BYTES, SSEBENCH_ARCHIVE_MAX_FILES and
 SSEBENCH_ARCHIVE_MAX_DEPTH; docs/security.md).

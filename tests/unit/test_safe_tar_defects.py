@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.backends.kubernetes.archive import (
+from ssebench.safe_tar import (
     BLOCK,
     MAX_EXTENDED_HEADER,
     Limits,

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssebench.backends.kubernetes.archive import Limits, UnsafeArchiveError, extract
+from ssebench.safe_tar import Limits, UnsafeArchiveError, extract
 
 
 def tar_bytes(
