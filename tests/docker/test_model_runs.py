@@ -72,6 +72,8 @@ def script_turns() -> list[dict[str, object]]:
 def test_mini_solves_a_task_through_the_real_proxy(model_stack: ModelStack, tmp_path: Path) -> None:
     run_id = new_run_id("mini")
     model = model_stack.script("mini-solves", script_turns())
+    # The stack is shared by the session: the first model run starts it, later ones find it.
+    was_up = ssebench("proxy", "status", env=model_stack.env, timeout=120).returncode == 0
     done = ssebench(
         "run", "--local", str(PILOT_DATASET), "--task", TASK, "--agent", "mini",
         "--model", model, "--run-id", run_id, "--results", str(tmp_path),
@@ -79,7 +81,8 @@ def test_mini_solves_a_task_through_the_real_proxy(model_stack: ModelStack, tmp_
     )  # fmt: skip
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
-    assert "starting the LiteLLM stack" in done.stderr, "ssebench run started the stack"
+    started = "starting the LiteLLM stack" in done.stderr
+    assert started != was_up, f"the stack was up: {was_up}; the run started it: {started}"
     status, run_dir_text = done.stdout.strip().splitlines()[-1].split("\t")
     run_dir = Path(run_dir_text)
     summary = json.loads((run_dir / "summary.json").read_text())
