@@ -111,3 +111,10 @@ def fake_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         os.environ.pop("SSEBENCH_FAKE_STATE", None)
     else:
         os.environ["SSEBENCH_FAKE_STATE"] = previous
+
+
+# The one `cluster` of the session (tests/kubernetes/cluster.py), defined here so that
+# every directory shares it: a fixture imported into two conftests is two fixtures,
+# and the second would start while the first has narrowed $KUBECONFIG. Imported last,
+# as that module imports this one.
+from tests.kubernetes.cluster import cluster  # noqa: E402, F401

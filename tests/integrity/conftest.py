@@ -28,8 +28,8 @@ from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id as new_docker_run_id
 
 # The Kubernetes session fixture: its own namespace, the RBAC role, the pilot images.
-from tests.kubernetes.conftest import Cluster, cluster  # noqa: F401
-from tests.kubernetes.conftest import new_run_id as new_kubernetes_run_id
+from tests.kubernetes.cluster import Cluster
+from tests.kubernetes.cluster import new_run_id as new_kubernetes_run_id
 from tests.polling import wait_until
 
 TASK = "py-semver-prerelease"
@@ -112,7 +112,10 @@ class HeldRun:
             "&& kill ${d#/proc/}; done; true"
         )
         done = self.as_model(script)
-        assert done.returncode == 0, done.stderr
+        # Once the agent has exited, the runtime kills every process left of its user
+        # (none may live into grading): this shell too, when it is still running then.
+        swept = done.returncode == 137 and "Killed" in done.stderr
+        assert done.returncode == 0 or swept, done.stderr
         self.finished = True
 
     def wait_graded_and_kept(self) -> None:
@@ -180,7 +183,7 @@ docker_sidecar = pytest.fixture(scope="session")(held_run_fixture("docker-sideca
 
 @pytest.fixture(scope="session")
 def kubernetes_sandbox(
-    cluster: Cluster,  # noqa: F811
+    cluster: Cluster,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[HeldRun]:
     run = start_held_run("kubernetes-sandbox", tmp_path_factory.mktemp("held-k8s"), "held")

@@ -86,7 +86,7 @@ def this_hosts_addresses() -> list[str]:
 
 def run_policy(run: HeldRun) -> dict[str, object]:
     """The run's NetworkPolicy, read as the cluster's admin."""
-    from tests.kubernetes.conftest import NAMESPACE
+    from tests.kubernetes.cluster import NAMESPACE
 
     done = subprocess.run(
         ["kubectl", "--kubeconfig", CLUSTER_KUBECONFIG, "get", "networkpolicy", "-n", NAMESPACE,

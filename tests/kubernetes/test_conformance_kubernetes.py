@@ -9,7 +9,7 @@ import pytest
 from ssebench.extensions import Backend, Images
 from ssebench.testing.conformance import ImageKind
 from tests.conformance import AGENT_OF_KIND, PilotContract
-from tests.kubernetes.conftest import Cluster
+from tests.kubernetes.cluster import Cluster
 
 pytestmark = pytest.mark.kubernetes
 

@@ -12,7 +12,7 @@ from ssebench.runner import image_request
 from ssebench.tasks import load_dataset
 from tests.cli import ssebench
 from tests.conftest import PILOT_DATASET
-from tests.kubernetes.conftest import Cluster, build_as_published, new_run_id
+from tests.kubernetes.cluster import Cluster, build_as_published, new_run_id
 
 pytestmark = pytest.mark.kubernetes
 PILOT = load_dataset(PILOT_DATASET)

@@ -18,7 +18,7 @@ import pytest
 
 from tests.cli import run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
-from tests.kubernetes.conftest import TASK, Cluster, new_run_id
+from tests.kubernetes.cluster import TASK, Cluster, new_run_id
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.kubernetes

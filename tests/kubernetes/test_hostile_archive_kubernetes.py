@@ -41,7 +41,7 @@ from ssebench.tasks import load_dataset
 from tests.conftest import PILOT_DATASET
 from tests.hostile_agent import SETUID_TEXT, hostile_agent, tree_of
 from tests.hostile_run import PASSWD_MARK
-from tests.kubernetes.conftest import REGISTRY, TASK, Cluster, build_as_published, new_run_id
+from tests.kubernetes.cluster import REGISTRY, TASK, Cluster, build_as_published, new_run_id
 from tests.polling import wait_until
 from tests.unit.test_webui_hostile_runs import REQUEST_SECONDS, routes_of
 from tests.webui.conftest import TOKEN, Server, request, start_server, stop_server

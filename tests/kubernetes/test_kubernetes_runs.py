@@ -15,7 +15,7 @@ import pytest
 
 from tests.cli import last_line_verdict, run_arguments, sleeper_started, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
-from tests.kubernetes.conftest import TASK, Cluster, new_run_id
+from tests.kubernetes.cluster import TASK, Cluster, new_run_id
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.kubernetes

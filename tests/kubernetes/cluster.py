@@ -1,4 +1,5 @@
-"""Kubernetes tests: a real cluster (the one $KUBECONFIG names), real images, real runs.
+"""The Kubernetes tests' cluster, the session fixture `cluster` (shared through
+tests/conftest.py): a real cluster (the one $KUBECONFIG names), real images, real runs.
 
 The session makes a namespace of its own, applies deploy/k8s/rbac.yaml in it, and then
 runs everything as that ServiceAccount, not as the cluster's admin: $KUBECONFIG points at
