@@ -177,11 +177,13 @@ def held_run_fixture(kind: str) -> Callable[..., Iterator[HeldRun]]:
     return fixture
 
 
-docker_sandbox = pytest.fixture(scope="session")(held_run_fixture("docker-sandbox"))
-docker_sidecar = pytest.fixture(scope="session")(held_run_fixture("docker-sidecar"))
+# Package scope: the held runs end with the suite, so they hold no share of the cluster's
+# CPU (or the machine's) while the other directories' runs go on.
+docker_sandbox = pytest.fixture(scope="package")(held_run_fixture("docker-sandbox"))
+docker_sidecar = pytest.fixture(scope="package")(held_run_fixture("docker-sidecar"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def kubernetes_sandbox(
     cluster: Cluster,
     tmp_path_factory: pytest.TempPathFactory,
@@ -207,6 +209,6 @@ FIXTURE_OF_KIND = {
 
 @pytest.fixture(params=KINDS)
 def held_run(request: pytest.FixtureRequest) -> HeldRun:
-    """Each backend and mode's held run (they live for the session, side by side)."""
+    """Each backend and mode's held run (they live for the suite, side by side)."""
     run: HeldRun = request.getfixturevalue(FIXTURE_OF_KIND[request.param])
     return run
