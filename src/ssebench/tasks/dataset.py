@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ssebench.errors import TaskError
-from ssebench.tasks.model import TASK_FILE, Task, load_task
+from ssebench.tasks.model import TASK_FILE, Task, load_task, load_yaml_file
 
 DATASET_FILE = "dataset.yaml"
 MANIFEST_FILE = "manifest.json"
@@ -44,21 +42,7 @@ def load_dataset(folder: Path) -> Dataset:
     file = folder / DATASET_FILE
     if not folder.is_dir():
         raise TaskError(f"{folder}: no such dataset folder; pass a folder with a dataset.yaml")
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TaskError(f"{file}: no such file; a dataset folder needs a dataset.yaml") from None
-    except UnicodeDecodeError as error:
-        raise TaskError(
-            f"{file}: not UTF-8 text (byte {error.start}); save it as UTF-8", path=str(file)
-        ) from None
-    except OSError as error:
-        raise TaskError(
-            f"{file}: cannot be read ({error.strerror}); a dataset.yaml must be a file",
-            path=str(file),
-        ) from None
-    except yaml.YAMLError:
-        raise TaskError(f"{file}: not valid YAML", path=str(file)) from None
+    data = load_yaml_file(file, "dataset")
     if not isinstance(data, dict):
         raise TaskError(f"{file}: must be a mapping of fields", path=str(file))
     name = data.get("name", folder.name)

@@ -87,26 +87,32 @@ def _text(data: dict[str, Any], key: str, file: Path, *, required: bool = True) 
     return value
 
 
-def load_task(folder: Path, dataset: str = "local") -> Task:
-    """Read and check one task folder. Raises TaskError naming the file and field."""
-    file = folder / TASK_FILE
+def load_yaml_file(file: Path, kind: str) -> Any:
+    """The YAML document in `file` (a `kind`.yaml: task or dataset); TaskError naming the
+    file and the fix when it is missing, not a file, not UTF-8 or not YAML."""
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        return yaml.safe_load(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise TaskError(f"{file}: no such file; a task folder needs a task.yaml") from None
+        raise TaskError(f"{file}: no such file; a {kind} folder needs a {kind}.yaml") from None
     except UnicodeDecodeError as error:
         raise TaskError(
             f"{file}: not UTF-8 text (byte {error.start}); save it as UTF-8", path=str(file)
         ) from None
     except OSError as error:
         raise TaskError(
-            f"{file}: cannot be read ({error.strerror}); a task.yaml must be a file",
+            f"{file}: cannot be read ({error.strerror}); a {kind}.yaml must be a file",
             path=str(file),
         ) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise TaskError(f"{file}: not valid YAML{where}", path=str(file)) from None
+
+
+def load_task(folder: Path, dataset: str = "local") -> Task:
+    """Read and check one task folder. Raises TaskError naming the file and field."""
+    file = folder / TASK_FILE
+    data = load_yaml_file(file, "task")
     if not isinstance(data, dict):
         raise TaskError(f"{file}: must be a mapping of fields", path=str(file))
 
