@@ -97,9 +97,11 @@ def web(results: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tes
     settings = WebSettings(results=results, dataset=str(PILOT_DATASET), token=TOKEN)
     client = TestClient(create_app(settings, FakeBackend()), base_url="http://127.0.0.1:3001")
     # A backend with no runs of its own: the session's fake state holds other tests' runs.
-    with pytest.MonkeyPatch.context() as patch, client:
+    # Set before the client starts: the app lists the backend's runs once, at startup.
+    with pytest.MonkeyPatch.context() as patch:
         patch.setenv(STATE_VARIABLE, str(tmp_path_factory.mktemp("hostile-fake-state")))
-        yield client
+        with client:
+            yield client
 
 
 def timed(call: Callable[[], Any]) -> tuple[Any, float]:
