@@ -5,11 +5,8 @@ outside the target, and nothing but regular files and directories inside it."""
 from __future__ import annotations
 
 import contextlib
-import io
-import os
 import stat
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,50 +14,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ssebench.safe_tar import Limits, UnsafeArchiveError, extract
-
-
-def tar_bytes(
-    *members: tuple[tarfile.TarInfo, bytes | None], fmt: int = tarfile.GNU_FORMAT
-) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=fmt) as archive:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            archive.addfile(info, io.BytesIO(data) if data is not None else None)
-    return buffer.getvalue()
+from tests.unit.tar_streams import chunks, snapshot, tar_bytes, tar_info
 
 
 def member(name: str, kind: bytes = tarfile.REGTYPE, data: bytes | None = b"x", **extra: object):
-    info = tarfile.TarInfo(name)
-    info.type = kind
-    info.mode = 0o644
-    for key, value in extra.items():
-        setattr(info, key, value)
+    info = tar_info(name, kind, **extra)
     if kind != tarfile.REGTYPE:
         data = None
     return info, data
-
-
-def chunks(data: bytes, size: int = 700) -> Iterator[bytes]:
-    for start in range(0, len(data), size):
-        yield data[start : start + size]
-
-
-def snapshot(root: Path, skip: Path) -> dict[str, tuple[int, bytes | str]]:
-    """Every path under root except skip's subtree: its type and content or target."""
-    found: dict[str, tuple[int, bytes | str]] = {}
-    for path in sorted(root.rglob("*")):
-        if path == skip or skip in path.parents:
-            continue
-        info = path.lstat()
-        if stat.S_ISLNK(info.st_mode):
-            found[str(path)] = (info.st_mode, os.readlink(path))
-        elif stat.S_ISREG(info.st_mode):
-            found[str(path)] = (info.st_mode, path.read_bytes())
-        else:
-            found[str(path)] = (info.st_mode, "")
-    return found
 
 
 def only_files_and_directories(dest: Path) -> None:

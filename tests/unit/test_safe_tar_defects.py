@@ -9,7 +9,6 @@ write bits were kept, skipped names reached the terminal raw, and a file from be
 
 from __future__ import annotations
 
-import io
 import os
 import stat
 import tarfile
@@ -27,51 +26,15 @@ from ssebench.safe_tar import (
     UnsafeArchiveError,
     extract,
 )
-
-
-def tar_of(*members: tuple[tarfile.TarInfo, bytes | None], fmt: int = tarfile.GNU_FORMAT) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=fmt) as archive:
-        for info, data in members:
-            if data is not None:
-                info.size = len(data)
-            archive.addfile(info, io.BytesIO(data) if data is not None else None)
-    return buffer.getvalue()
-
-
-def info(name: str, kind: bytes = tarfile.REGTYPE, **fields: object) -> tarfile.TarInfo:
-    found = tarfile.TarInfo(name)
-    found.type = kind
-    found.mode = 0o644
-    for key, value in fields.items():
-        setattr(found, key, value)
-    return found
+from tests.unit.tar_streams import END, padded, pax_record, tar_bytes, tar_info, with_checksum
 
 
 def header(name: str, kind: bytes, size: int) -> bytes:
     """One raw header block of kind announcing size bytes, with a right checksum."""
-    block = bytearray(info(name).tobuf(tarfile.GNU_FORMAT)[:BLOCK])
+    block = bytearray(tar_info(name).tobuf(tarfile.GNU_FORMAT)[:BLOCK])
     block[156:157] = kind
     block[124:136] = b"%011o\0" % size
-    block[148:156] = b" " * 8
-    block[148:156] = b"%06o\0 " % sum(block)
-    return bytes(block)
-
-
-def padded(data: bytes) -> bytes:
-    return data + bytes(-len(data) % BLOCK)
-
-
-END = bytes(2 * BLOCK)
-
-
-def pax_record(key: bytes, value: bytes) -> bytes:
-    """'<length> key=value\n', its length counting its own digits."""
-    rest = b" " + key + b"=" + value + b"\n"
-    length = len(rest) + 1
-    while len(str(length)) + len(rest) != length:
-        length += 1
-    return b"%d%s" % (length, rest)
+    return with_checksum(block)
 
 
 @pytest.fixture
@@ -104,7 +67,7 @@ def test_a_pax_header_at_the_cap_parses_in_linear_time(dest: Path) -> None:
     record = b"13 comment=x\n"
     records = record * (MAX_EXTENDED_HEADER // 2 // len(record))
     body = records + bytes(MAX_EXTENDED_HEADER - len(records))
-    member = tar_of((info("after"), b"data"))
+    member = tar_bytes((tar_info("after"), b"data"))
     stream = header("pax", b"x", len(body)) + padded(body) + member
     started = time.process_time()
     report = extract(iter([stream]), dest)
@@ -114,7 +77,7 @@ def test_a_pax_header_at_the_cap_parses_in_linear_time(dest: Path) -> None:
 
 def test_pax_padding_that_is_not_all_nul_is_refused(dest: Path) -> None:
     body = b"13 comment=x\n\0\0\0junk"
-    stream = header("pax", b"x", len(body)) + padded(body) + tar_of((info("f"), b"1"))
+    stream = header("pax", b"x", len(body)) + padded(body) + tar_bytes((tar_info("f"), b"1"))
     with pytest.raises(UnsafeArchiveError, match="malformed extended header"):
         extract(iter([stream]), dest)
 
@@ -124,14 +87,14 @@ def test_pax_record_lengths_that_are_not_plain_digits_are_refused(
     dest: Path, length: bytes
 ) -> None:
     body = length + b" comment=x\n"
-    stream = header("pax", b"x", len(body)) + padded(body) + tar_of((info("f"), b"1"))
+    stream = header("pax", b"x", len(body)) + padded(body) + tar_bytes((tar_info("f"), b"1"))
     with pytest.raises(UnsafeArchiveError, match="malformed extended header"):
         extract(iter([stream]), dest)
 
 
 def test_a_pax_size_of_thousands_of_digits_is_refused(dest: Path) -> None:
     body = pax_record(b"size", b"9" * 5000)
-    stream = header("pax", b"x", len(body)) + padded(body) + tar_of((info("f"), b"1"))
+    stream = header("pax", b"x", len(body)) + padded(body) + tar_bytes((tar_info("f"), b"1"))
     with pytest.raises(UnsafeArchiveError, match="size"):
         extract(iter([stream]), dest)
 
@@ -172,7 +135,7 @@ def test_a_directory_entry_s_data_is_never_held_in_memory(dest: Path) -> None:
 
 
 def test_directories_made_along_a_path_count_as_entries(dest: Path) -> None:
-    stream = tar_of((info("a/b/c/d/e/f/g/h/file"), b"x"))
+    stream = tar_bytes((tar_info("a/b/c/d/e/f/g/h/file"), b"x"))
     with pytest.raises(UnsafeArchiveError, match="more than 5 entries"):
         extract(iter([stream]), dest, Limits(max_entries=5))
     # The header is one entry, so four directories at most.
@@ -180,7 +143,7 @@ def test_directories_made_along_a_path_count_as_entries(dest: Path) -> None:
 
 
 def test_existing_directories_are_not_counted_again(dest: Path) -> None:
-    stream = tar_of(*((info(f"a/b/file{index}"), b"x") for index in range(4)))
+    stream = tar_bytes(*((tar_info(f"a/b/file{index}"), b"x") for index in range(4)))
     # 4 headers + 2 directories made once each.
     report = extract(iter([stream]), dest, Limits(max_entries=6))
     assert report.files == 4
@@ -192,7 +155,7 @@ def test_one_entry_cannot_make_a_deep_tree(dest: Path) -> None:
     # The reproducer made 524,256 nested directories from one GNU long name; within
     # the extended header's cap, a name still holds thousands of components.
     name = "d/" * 20_000 + "file"
-    stream = tar_of((info(name), b"x"))
+    stream = tar_bytes((tar_info(name), b"x"))
     started = time.monotonic()
     with pytest.raises(UnsafeArchiveError, match="deeper than 128 directories"):
         extract(iter([stream]), dest)
@@ -201,7 +164,7 @@ def test_one_entry_cannot_make_a_deep_tree(dest: Path) -> None:
 
 
 def test_the_depth_limit_is_a_setting(dest: Path) -> None:
-    stream = tar_of((info("a/b/c/file"), b"x"))
+    stream = tar_bytes((tar_info("a/b/c/file"), b"x"))
     with pytest.raises(UnsafeArchiveError, match="deeper than 3"):
         extract(iter([stream]), dest, Limits(max_depth=3))
     extract(iter([stream]), dest, Limits(max_depth=4))
@@ -226,7 +189,7 @@ def test_the_depth_limit_is_a_setting(dest: Path) -> None:
 def test_file_modes_lose_group_and_other_write_and_special_bits(
     dest: Path, given: int, written: int
 ) -> None:
-    extract(iter([tar_of((info("f", mode=given), b"x"))]), dest)
+    extract(iter([tar_bytes((tar_info("f", mode=given), b"x"))]), dest)
     assert stat.S_IMODE((dest / "f").lstat().st_mode) == written
 
 
@@ -234,7 +197,7 @@ def test_file_modes_lose_group_and_other_write_and_special_bits(
 def test_directory_modes_lose_group_and_other_write_and_special_bits(
     dest: Path, given: int, written: int
 ) -> None:
-    extract(iter([tar_of((info("d/", tarfile.DIRTYPE, mode=given), None))]), dest)
+    extract(iter([tar_bytes((tar_info("d/", tarfile.DIRTYPE, mode=given), None))]), dest)
     assert stat.S_IMODE((dest / "d").lstat().st_mode) == written
 
 
@@ -244,7 +207,7 @@ HOSTILE_NAME = "\x1b]0;owned\x07\x1b[2J\u202eevil\x9b31m"
 
 
 def test_skipped_names_are_escaped(dest: Path) -> None:
-    stream = tar_of((info(HOSTILE_NAME, tarfile.FIFOTYPE), None))
+    stream = tar_bytes((tar_info(HOSTILE_NAME, tarfile.FIFOTYPE), None))
     report = extract(iter([stream]), dest)
     assert report.skipped_total == 1
     shown = report.skipped[0]
@@ -253,7 +216,7 @@ def test_skipped_names_are_escaped(dest: Path) -> None:
 
 
 def test_names_in_errors_are_escaped(dest: Path) -> None:
-    stream = tar_of((info("/" + HOSTILE_NAME), b"x"))
+    stream = tar_bytes((tar_info("/" + HOSTILE_NAME), b"x"))
     with pytest.raises(UnsafeArchiveError) as raised:
         extract(iter([stream]), dest)
     assert str(raised.value).isprintable(), str(raised.value)
@@ -270,7 +233,9 @@ def test_names_that_are_not_utf_8_are_escaped(dest: Path) -> None:
 
 
 def test_the_report_keeps_a_bounded_number_of_skipped_names(dest: Path) -> None:
-    stream = tar_of(*((info(f"fifo{index}", tarfile.FIFOTYPE), None) for index in range(250)))
+    stream = tar_bytes(
+        *((tar_info(f"fifo{index}", tarfile.FIFOTYPE), None) for index in range(250))
+    )
     report = extract(iter([stream]), dest)
     assert report.skipped_total == 250
     assert len(report.skipped) == 100
@@ -280,8 +245,8 @@ def test_the_report_keeps_a_bounded_number_of_skipped_names(dest: Path) -> None:
 
 
 def test_a_file_from_before_1970_in_gnu_format_is_written(dest: Path) -> None:
-    old = info("old", mtime=-86400 * 365)
-    stream = tar_of((old, b"from the sixties"))
+    old = tar_info("old", mtime=-86400 * 365)
+    stream = tar_bytes((old, b"from the sixties"))
     # tarfile writes a negative number in GNU's base-256 form, first byte 0xff.
     assert stream[136] == 0xFF
     report = extract(iter([stream]), dest)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ssebench.safe_tar import BLOCK, Limits, UnsafeArchiveError, extract
+from tests.unit.tar_streams import chunks, padded, pax_record, snapshot, with_checksum
 
 MAX_BYTES = 20_000
 MAX_ENTRIES = 30
@@ -39,12 +39,6 @@ FUZZ_SETTINGS = settings(
 COMPONENTS = ["a", "b", "..", ".", "", "archive", "planted-link", "é", "\x1b[2J", "c" * 120]
 # Regular (three spellings), directory, and everything that must never be created.
 KINDS = [b"0", b"\0", b"7", b"5", b"1", b"2", b"3", b"4", b"6", b"Z", b"S"]
-
-
-def checksum(block: bytearray) -> bytes:
-    block[148:156] = b" " * 8
-    block[148:156] = b"%06o\0 " % sum(block)
-    return bytes(block)
 
 
 def number(value: int, width: int) -> bytes:
@@ -70,19 +64,7 @@ def raw_header(
     block[156:157] = kind
     block[157:257] = linkname[:100].ljust(100, b"\0")
     block[257:265] = b"ustar  \0"
-    return checksum(block)
-
-
-def pax_record(key: bytes, value: bytes) -> bytes:
-    rest = b" " + key + b"=" + value + b"\n"
-    length = len(rest) + 1
-    while len(str(length)) + len(rest) != length:
-        length += 1
-    return b"%d%s" % (length, rest)
-
-
-def padded(data: bytes) -> bytes:
-    return data + bytes(-len(data) % BLOCK)
+    return with_checksum(block)
 
 
 names = st.lists(st.sampled_from(COMPONENTS), min_size=1, max_size=10).map("/".join)
@@ -156,27 +138,6 @@ def stream(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
-def chunks(data: bytes, size: int) -> Iterator[bytes]:
-    for start in range(0, len(data), size):
-        yield data[start : start + size]
-
-
-def tree(root: Path, skip: Path) -> dict[str, tuple[int, bytes | str]]:
-    """Every path under root but skip's subtree: its mode and content or target."""
-    found: dict[str, tuple[int, bytes | str]] = {}
-    for path in sorted(root.rglob("*")):
-        if path == skip or skip in path.parents:
-            continue
-        info = path.lstat()
-        if stat.S_ISLNK(info.st_mode):
-            found[str(path)] = (info.st_mode, os.readlink(path))
-        elif stat.S_ISREG(info.st_mode):
-            found[str(path)] = (info.st_mode, path.read_bytes())
-        else:
-            found[str(path)] = (info.st_mode, "")
-    return found
-
-
 def place(root: Path) -> tuple[Path, set[Path]]:
     """A target holding a planted link to a directory outside, and a file outside."""
     outside = root / "outside"
@@ -190,11 +151,11 @@ def place(root: Path) -> tuple[Path, set[Path]]:
 
 def check(root: Path, data: bytes, chunk_size: int) -> None:
     dest, planted = place(root)
-    outside_before = tree(root, dest)
+    outside_before = snapshot(root, dest)
     # UnsafeArchiveError is the one error it may raise; anything else fails the test.
     with contextlib.suppress(UnsafeArchiveError):
         extract(chunks(data, chunk_size), dest, LIMITS)
-    assert tree(root, dest) == outside_before
+    assert snapshot(root, dest) == outside_before
     # An entry of the same name may replace the planted link (the extractor removes
     # what stands in its way, never writing through it); a link that stays is the
     # planted one, unchanged: the extractor makes no link of its own.
