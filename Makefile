@@ -18,8 +18,9 @@ lint: dev
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 
+# --durations: what the costliest tests take, to keep a cold CI within its budget.
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=40
 
 test-unit: dev
 	$(BIN)/pytest tests/unit
