@@ -140,6 +140,17 @@ def model_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def whole_number(variable: str, default: int) -> int:
+    """The setting `variable` of the environment, a whole number >= 1, else default
+    when it is unset. Raises ValueError naming the variable when it is anything else."""
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{variable} must be a whole number >= 1, not {value!r}")
+    return int(value)
+
+
 def deadline() -> float:
     """The monotonic time by which the agent must have stopped."""
     timeout = float(os.environ.get("TIMEOUT") or 3600)
@@ -171,6 +182,8 @@ def run_streaming(
         bufsize=1,
     )
     timed_out = False
+    global _running
+    _running = process
 
     def stop(signum: int, frame: object) -> None:
         _stop_group(process)
@@ -199,6 +212,18 @@ def run_streaming(
             except Exception as error:  # one odd line must not end the run
                 log("agent", f"could not read a line of the agent's output: {error!r}")
     return process.wait(), timed_out
+
+
+# The agent that run_streaming runs, for stop_agent.
+_running: subprocess.Popen[str] | None = None
+
+
+def stop_agent() -> None:
+    """Stop the agent that run_streaming runs (its whole process group: TERM, then KILL),
+    for a wrapper that ends it early, as at its own turn limit. Returns at once: it may
+    be called from on_line, which must go on reading the agent's output meanwhile."""
+    if _running is not None:
+        threading.Thread(target=_stop_group, args=(_running,), daemon=True).start()
 
 
 def _stop_group(process: subprocess.Popen[str]) -> None:

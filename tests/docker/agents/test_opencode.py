@@ -11,21 +11,16 @@ scripts answer that side request without using up a turn.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import time
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from tests.cli import last_line_verdict, run_arguments, start_ssebench
-from tests.conftest import PILOT_DATASET
-from tests.docker.conftest import new_run_id
-from tests.docker.model_stack import ModelStack, docker
+from tests.docker.agents.agent_runs import AgentRun, assert_key_is_nowhere, run_agent
+from tests.docker.agents.agent_runs import tool_call as one_call
+from tests.docker.model_stack import ModelStack
 
 pytestmark = pytest.mark.docker
-TASK = "py-semver-prerelease"
 AGENT = "opencode"
 VERSION_FILE = "/src/semver/semver/version.py"
 TEST_PATCH = "ssebench_test_patch"
@@ -38,19 +33,11 @@ FIXED_LINE = (
 TITLE = {"contains": "You are a title generator", "turn": {"content": "Pre-release order"}}
 # What OpenCode's argv looks like in `ps` while it runs.
 OPENCODE_ARGV = "install/bin/opencode run --format json"
-# Reads every process's argv, as ps does, in a container that may have no ps.
-READ_ARGV = (
-    "import os\n"
-    "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
-    "    try:\n"
-    "        print(open(f'/proc/{pid}/cmdline', 'rb').read().replace(b'\\0', b' ').decode())\n"
-    "    except OSError:\n"
-    "        pass\n"
-)
 
 
 def tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return {"content": None, "tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}
+    """A turn that only calls a tool."""
+    return {"content": None, "tool_calls": [one_call(call_id, name, arguments)]}
 
 
 def solving_script() -> dict[str, Any]:
@@ -83,62 +70,10 @@ def giving_up_script() -> dict[str, Any]:
     }
 
 
-class Watch:
-    """What could be seen of the run from outside while it went on: every process's
-    argv on the host and in the task container, and the container's labels."""
-
-    def __init__(self) -> None:
-        self.host: list[str] = []
-        self.container: list[str] = []
-        self.labels: list[str] = []
-
-    def look(self, container: str) -> None:
-        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, timeout=30)
-        self.host.append(ps.stdout)
-        inside = docker("exec", container, "python3", "-c", READ_ARGV, check=False)
-        if inside.returncode == 0:
-            self.container.append(inside.stdout)
-        labels = docker("inspect", "--format", "{{json .Config.Labels}}", container, check=False)
-        if labels.returncode == 0:
-            self.labels.append(labels.stdout)
-
-
 def run_opencode(
-    model_stack: ModelStack,
-    model: str,
-    results: Path,
-    *options: str,
-    watch: Watch | None = None,
-) -> tuple[str, Path, str, float]:
-    """Run the agent on the task with model's script and options: (grade, run dir,
-    ssebench's output, seconds); with watch, look at the run every half second."""
-    run_id = new_run_id("opencode")
-    arguments = run_arguments(PILOT_DATASET, TASK, AGENT, run_id, results, *options)
-    log_path = results.parent / f"{run_id}.log"
-    started = time.monotonic()
-    with log_path.open("w") as log:
-        process = start_ssebench(
-            *arguments, "--model", model, "--timeout", "900", env=model_stack.env, output=log
-        )
-        try:
-            while process.poll() is None:
-                if watch is not None:
-                    watch.look(f"ssebench-{run_id}")
-                time.sleep(0.5)
-        finally:
-            if process.poll() is None:
-                process.kill()
-            process.wait(timeout=60)
-    seconds = time.monotonic() - started
-    output = log_path.read_text()
-    assert process.returncode == 0, output[-5000:]
-    status, run_dir = last_line_verdict(output)
-    return status, run_dir, output, seconds
-
-
-def agent_events(run_dir: Path) -> list[dict[str, Any]]:
-    events = [json.loads(line) for line in (run_dir / "archive" / "dialog.jsonl").open()]
-    return [event for event in events if event.get("source") == "agent"]
+    model_stack: ModelStack, model: str, results: Path, *options: str, watch: bool = False
+) -> AgentRun:
+    return run_agent(model_stack, AGENT, model, results, *options, watch=watch)
 
 
 def calls(events: list[dict[str, Any]], call_id: str) -> list[tuple[str, str]]:
@@ -153,19 +88,13 @@ def scripted_bodies(model_stack: ModelStack, model: str) -> list[dict[str, Any]]
 
 def test_opencode_reads_checks_edits_and_passes(model_stack: ModelStack, tmp_path: Path) -> None:
     model = model_stack.script(f"{AGENT}-solves", solving_script())
-    watch = Watch()
     # Difficulty 1: test_patch builds the change and runs the task's tests.
-    results = tmp_path / "results"
-    status, run_dir, output, _ = run_opencode(
-        model_stack, model, results, "--difficulty", "1", watch=watch
-    )
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert status == summary["status"] == "passed", summary
-    assert summary["config"]["agent"] == AGENT and summary["config"]["model"] == model
-    patch = (run_dir / "final.patch").read_text()
+    run = run_opencode(model_stack, model, tmp_path / "results", "--difficulty", "1", watch=True)
+    assert run.status == "passed", run.summary
+    patch = (run.run_dir / "final.patch").read_text()
     assert "+" + FIXED_LINE.rstrip("\n") in patch.splitlines(), patch
 
-    events = agent_events(run_dir)
+    events = run.agent_events()
     assert [e["type"] for e in events] == [
         "prompt",
         "message", "tool", "tool", "usage",  # read
@@ -198,57 +127,14 @@ def test_opencode_reads_checks_edits_and_passes(model_stack: ModelStack, tmp_pat
     assert all(body.get("stream") is True for body in bodies), "OpenCode streams"
     tools = {tool["function"]["name"] for tool in bodies[0]["tools"]}
     assert {"read", "edit", "bash", TEST_PATCH} <= tools, tools
-    key_is_nowhere(model_stack, run_dir, output, watch)
-
-
-def key_is_nowhere(model_stack: ModelStack, run_dir: Path, output: str, watch: Watch) -> None:
-    """The run's key (the master key: the proxy has no database to make one) is in no
-    file of the run directory, no argv seen while OpenCode ran, no label of the run's
-    container, no image of the run and no log line."""
-    key = model_stack.env["LITELLM_MASTER_KEY"]
-    for path in run_dir.rglob("*"):
-        if path.is_file():
-            assert key not in path.read_text(errors="replace"), path
-    assert key not in output
-    assert any(OPENCODE_ARGV in seen for seen in watch.container), watch.container[-3:]
-    assert any(OPENCODE_ARGV in seen for seen in watch.host), "ps on the host saw OpenCode"
-    assert watch.labels and not any(key in labels for labels in watch.labels)
-    assert not any(key in seen for seen in watch.host + watch.container)
-    summary = json.loads((run_dir / "summary.json").read_text())
-    images = {image for image in summary["images"].values() if image}
-    assert images, summary["images"]
-    images.add(f"ssebench/agent-install/{AGENT}:{upstream_version()}-{wrapper_version()}")
-    for image in images:
-        assert key not in docker("image", "inspect", image).stdout, image
-        assert key not in docker("history", "--no-trunc", image).stdout, image
-    litellm = docker(
-        "ps", "-q", "--filter", "label=com.docker.compose.project=ssebench",
-        "--filter", "label=com.docker.compose.service=litellm",
-    ).stdout  # fmt: skip
-    for container in litellm.split():
-        logs = docker("logs", container, check=False)
-        assert key not in logs.stdout + logs.stderr
-
-
-def agent_json() -> dict[str, Any]:
-    folder = Path(__file__).resolve().parents[3] / "src" / "ssebench" / "agents" / AGENT
-    return dict(json.loads((folder / "agent.json").read_text()))
-
-
-def upstream_version() -> str:
-    return str(agent_json()["upstream"]["version"])
-
-
-def wrapper_version() -> str:
-    return str(agent_json()["version"])
+    assert_key_is_nowhere(model_stack, run, AGENT, argv=OPENCODE_ARGV)
 
 
 def test_opencode_gives_up_and_fails(model_stack: ModelStack, tmp_path: Path) -> None:
     model = model_stack.script(f"{AGENT}-gives-up", giving_up_script())
-    status, run_dir, _, _ = run_opencode(model_stack, model, tmp_path / "results")
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert status == summary["status"] == "failed", summary
-    events = agent_events(run_dir)
+    run = run_opencode(model_stack, model, tmp_path / "results")
+    assert run.status == "failed", run.summary
+    events = run.agent_events()
     assert [e["type"] for e in events] == [
         "prompt", "tool", "tool", "usage", "message", "usage", "complete"
     ], events  # fmt: skip
@@ -262,13 +148,12 @@ def test_opencode_ends_by_itself_when_the_model_answers_500(
 ) -> None:
     turns = [{"error": 500, "message": "the upstream is down", "repeat": True}]
     model = model_stack.script(f"{AGENT}-errors", turns)
-    status, run_dir, _, seconds = run_opencode(model_stack, model, tmp_path / "results")
-    summary = json.loads((run_dir / "summary.json").read_text())
-    assert status == summary["status"] == "error", summary
-    assert str(summary["error_msg"]).startswith("Model error: "), summary
-    assert "the upstream is down" in summary["error_msg"], summary
+    run = run_opencode(model_stack, model, tmp_path / "results")
+    assert run.status == "error", run.summary
+    assert str(run.summary["error_msg"]).startswith("Model error: "), run.summary
+    assert "the upstream is down" in run.summary["error_msg"], run.summary
     # OpenCode's own retries are bounded: the run ended long before its timeout.
-    assert seconds < 600, seconds
-    events = agent_events(run_dir)
+    assert run.seconds < 600, run.seconds
+    events = run.agent_events()
     assert events[-1]["type"] == "complete" and events[-1]["model_error"] is True, events
     assert len(model_stack.requests(model)) >= 2, "OpenCode asked again before it gave up"
