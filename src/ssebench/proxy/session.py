@@ -173,7 +173,7 @@ def plan_model_access(
     if backend_proxy is None:
         catalog = ModelCatalog.load()
         entry = catalog.get(model)
-        if not os.environ.get(entry.key_variable):
+        if entry.key_variable and not os.environ.get(entry.key_variable):
             raise UserError(
                 f"The model {model} needs the {entry.provider} key ${entry.key_variable} "
                 "on this machine (the local proxy passes it to the provider): export it "
