@@ -105,7 +105,7 @@ def test_proxy_up_says_it_in_one_line_and_exits_1(fake_docker: FakeDocker) -> No
 # What docker-compose 1.29 wrote when `up` could not start the proxy: progress, the
 # reason, and a last line that only says something failed.
 FAILED_COMPOSE_UP = (
-    "Creating network \"ssebench_default\" with the default driver\n"
+    'Creating network "ssebench_default" with the default driver\n'
     "Creating ssebench_litellm_1 ... \n"
     "Creating ssebench_litellm_1 ... error\n"
     "\n"

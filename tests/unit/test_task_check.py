@@ -131,6 +131,5 @@ def test_tasks_check_from_a_catalog_is_refused_in_one_line() -> None:
     done = ssebench("tasks", "check", "--catalog", "http://127.0.0.1:9", "--tasks", "x")
     assert done.returncode == 1
     assert done.stderr.strip() == (
-        "ssebench: error: tasks check builds from the tasks' files: it needs --local, "
-        "not --catalog"
+        "ssebench: error: tasks check builds from the tasks' files: it needs --local, not --catalog"
     )
