@@ -1,4 +1,4 @@
-"""The fenced blocks of the user docs (README.md, docs/**/*.md), as docs/README.md
+"""The fenced blocks of the user docs (README.md, docs/*.md), as docs/README.md
 describes them: which shell blocks the tests run, and how they are run."""
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ class Block:
 
 
 def pages() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    """README.md and the pages of docs/ (not the READMEs of the example projects)."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def blocks(page: Path) -> list[Block]:
@@ -97,8 +98,9 @@ def marked(mark: str) -> list[Block]:
 
 def run_block(block: Block, scratch: Path, timeout: float) -> subprocess.CompletedProcess[str]:
     """Run block as docs/README.md says: bash -e -o pipefail, from a scratch folder with
-    datasets/, this checkout's ssebench first on PATH."""
-    (scratch / "datasets").symlink_to(ROOT / "datasets")
+    datasets/ and docs/, this checkout's ssebench first on PATH."""
+    for folder in ("datasets", "docs"):
+        (scratch / folder).symlink_to(ROOT / folder)
     (scratch / "home").mkdir()
     env = {
         **os.environ,

@@ -1,4 +1,4 @@
-"""Every relative link of the user docs (README.md, docs/**/*.md) names a file or folder
+"""Every relative link of the user docs (README.md, docs/*.md) names a file or folder
 of the checkout, and every #anchor a heading of the page it points to (docs/README.md)."""
 
 from __future__ import annotations
