@@ -163,6 +163,8 @@ def test_a_proxy_without_database_refuses_unless_the_run_may_use_the_master_key(
         )
     assert caught.value.reason == "no_database"
     assert MASTER_KEY_FOR_RUNS_VARIABLE in str(caught.value)
+    assert "only master-key runs work" in str(caught.value) and "\n" not in str(caught.value)
+    assert "whole master key" in str(caught.value) and "never revoked" in str(caught.value)
     monkeypatch.setenv(MASTER_KEY_FOR_RUNS_VARIABLE, "1")
     said: list[str] = []
     session = open_model_session(

@@ -14,7 +14,7 @@ import yaml
 from ssebench.errors import UserError
 from ssebench.extensions import ProxyEndpoint
 from ssebench.proxy import ModelCatalog, plan_model_access
-from ssebench.proxy.models import MODELS_DIR_VARIABLE, default_models_dir
+from ssebench.proxy.models import KEYLESS_API_KEY, MODELS_DIR_VARIABLE, default_models_dir
 from tests.conftest import PILOT_DATASET
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +65,7 @@ def write(folder: Path, name: str, text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "complaint"),
     [
-        ("provider: x\nmodels: [{name: a, litellm_model: x/a}]\n", "'key_variable'"),
+        ("provider: x\nmodels: [{name: a, litellm_model: x/a}]\n", "give api_base"),
         ("provider: x\nkey_variable: lower\nmodels: [{name: a, litellm_model: x/a}]\n", "lower"),
         ("provider: x\nkey_variable: X_KEY\nmodels: []\n", "'models'"),
         ("provider: x\nkey_variable: X_KEY\nmodels: [{name: 'a b', litellm_model: m}]\n", "a b"),
@@ -100,6 +100,47 @@ def test_api_base_goes_into_the_configuration(tmp_path: Path) -> None:
         "http://model:8000/v1",
         "http://other/v1",
     ]
+
+
+KEYLESS_LIST = (
+    "provider: own\napi_base: http://172.18.0.1:8000/v1\n"
+    "models:\n  - {name: my-coder, litellm_model: openai/coder}\n"
+)
+
+
+def test_a_keyless_list_needs_no_variable_and_sends_a_placeholder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, "own.yaml", KEYLESS_LIST)
+    catalog = ModelCatalog.load(tmp_path)
+    assert catalog.get("my-coder").key_variable is None
+    (entry,) = catalog.litellm_config()["model_list"]
+    assert entry["litellm_params"] == {
+        "model": "openai/coder",
+        "api_key": KEYLESS_API_KEY,
+        "api_base": "http://172.18.0.1:8000/v1",
+    }
+    # A run needs the master key, and no provider key at all.
+    monkeypatch.setenv(MODELS_DIR_VARIABLE, str(tmp_path))
+    monkeypatch.setenv("LITELLM_MASTER_KEY", "sk-master-abc")
+    for variable in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    assert plan_model_access("my-coder", None, None).model == "my-coder"
+    done = cli("proxy", "models", env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["my-coder\town\tno key"]
+    done = cli("proxy", "models", "--json", env=dict(os.environ))
+    assert yaml.safe_load(done.stdout)["models"][0]["key_variable"] is None
+
+
+def test_a_keyless_model_without_an_address_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "own.yaml", "provider: own\nmodels: [{name: m, litellm_model: openai/m}]\n")
+    with pytest.raises(UserError) as caught:
+        ModelCatalog.load(tmp_path)
+    assert str(caught.value) == (
+        f"{tmp_path / 'own.yaml'}: a list without key_variable is for a server of your own: "
+        "give api_base (for the file, or for model m)"
+    )
 
 
 def test_a_run_with_the_local_stack_needs_the_provider_key_here(

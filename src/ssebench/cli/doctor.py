@@ -195,7 +195,13 @@ def model_checks() -> list[Check]:
     try:
         catalog = ModelCatalog.load()
         checks.append(Check("models", True, True, f"{len(catalog.names)} models"))
-        variables = sorted({catalog.get(name).key_variable for name in catalog.names})
+        variables = sorted(
+            {
+                variable
+                for variable in (catalog.get(name).key_variable for name in catalog.names)
+                if variable  # a keyless list (a server of the user's own) needs none
+            }
+        )
     except SsebenchError as error:
         checks.append(Check("models", False, True, str(error), "fix the file it names"))
         variables = []

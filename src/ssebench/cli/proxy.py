@@ -111,5 +111,5 @@ def models_command(arguments: argparse.Namespace) -> int:
         )
     else:
         for model in entries:
-            print(f"{model.name}\t{model.provider}\t{model.key_variable}")
+            print(f"{model.name}\t{model.provider}\t{model.key_variable or 'no key'}")
     return 0

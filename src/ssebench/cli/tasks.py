@@ -1,14 +1,17 @@
-"""`ssebench tasks list` and `ssebench build-case`."""
+"""`ssebench tasks list`, `ssebench tasks check` and `ssebench build-case`."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
 from typing import Any
 
 from ssebench.cli.output import print_json, print_table
 from ssebench.cli.run import add_dataset_options
 from ssebench.errors import UserError
 from ssebench.tasks.dataset import resolve_dataset
+from ssebench.tasks.model import Task
 
 
 def register(commands: Any) -> None:
@@ -19,6 +22,22 @@ def register(commands: Any) -> None:
     add_dataset_options(listing)
     listing.add_argument("--json", action="store_true")
     listing.set_defaults(handler=list_command)
+    check = actions.add_parser(
+        "check",
+        help="run tasks' build and tests inside their case images",
+        description="Build (or reuse) each task's case image and, in a container of it "
+        "without network, check the two outcomes a task needs: unpatched, build and test "
+        "pass and hidden_test fails; with reference.patch, all three pass. Each in a fresh "
+        "copy, as an unprivileged user. Needs Docker.",
+    )
+    check.add_argument(
+        "--tasks", nargs="+", required=True, metavar="TASK", help="task IDs, or 'all'"
+    )
+    add_dataset_options(check)
+    check.add_argument("--platform", help="linux/<arch>")
+    check.add_argument("--build", action="store_true", help="rebuild the case image")
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(handler=check_command)
 
     build = commands.add_parser("build-case", help="build the case images of tasks")
     build.add_argument(
@@ -48,17 +67,58 @@ def list_command(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _local_tasks(arguments: argparse.Namespace, command: str) -> list[Task]:
+    if arguments.catalog:
+        # A catalog serves the tasks' metadata, not the files a case image is built from.
+        raise UserError(f"{command} builds from the tasks' files: it needs --local, not --catalog")
+    if arguments.platform and not arguments.platform.startswith("linux/"):
+        raise UserError("--platform must look like linux/<arch>, e.g. linux/amd64")
+    dataset = resolve_dataset(arguments.local, None)
+    if arguments.tasks == ["all"]:
+        return list(dataset.tasks)
+    return [dataset.task(task_id) for task_id in arguments.tasks]
+
+
+def check_command(arguments: argparse.Namespace) -> int:
+    from ssebench.images import BuildOutput
+    from ssebench.tasks.check import check_task
+
+    checks = []
+    for task in _local_tasks(arguments, "tasks check"):
+        print(f"ssebench: checking {task.id} in its case image", file=sys.stderr, flush=True)
+        check = check_task(
+            task,
+            platform=arguments.platform,
+            rebuild=arguments.build,
+            output=BuildOutput(quiet=arguments.json),
+        )
+        checks.append(check)
+        if not arguments.json:
+            for step in check.steps:
+                print(step.line())
+            print(f"{'ok' if check.ok else 'failed'}\t{task.id}", *check.problems[:1], sep="\t")
+    if arguments.json:
+        print_json(
+            {
+                "tasks": [
+                    {
+                        "task": check.task,
+                        "image": check.image,
+                        "ok": check.ok,
+                        "problems": check.problems,
+                        "steps": [dataclasses.asdict(step) for step in check.steps],
+                    }
+                    for check in checks
+                ]
+            }
+        )
+    return 0 if all(check.ok for check in checks) else 1
+
+
 def build_case_command(arguments: argparse.Namespace) -> int:
     from ssebench.images import build_case_images
 
-    if arguments.catalog:
-        # A catalog serves the tasks' metadata, not the files a case image is built from.
-        raise UserError("build-case builds from the tasks' files: it needs --local, not --catalog")
-    dataset = resolve_dataset(arguments.local, arguments.catalog)
-    if arguments.tasks == ["all"]:
-        tasks = list(dataset.tasks)
-    else:
-        tasks = [dataset.task(task_id) for task_id in arguments.tasks]
+    tasks = _local_tasks(arguments, "build-case")
     for image in build_case_images(tasks, platform=arguments.platform, rebuild=arguments.build):
         print(image)
     return 0

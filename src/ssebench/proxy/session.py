@@ -97,9 +97,10 @@ def open_model_session(
             raise
         if os.environ.get(MASTER_KEY_FOR_RUNS_VARIABLE) != "1":
             raise ProxyError(
-                f"{error}; or, for a proxy of your own without a database, set "
-                f"{MASTER_KEY_FOR_RUNS_VARIABLE}=1 to give the run the master key "
-                "(no budget, no spend record)",
+                f"{error}. Where the database layer cannot be built (docs/models.md), only "
+                f"master-key runs work: for a proxy no one else uses, set "
+                f"{MASTER_KEY_FOR_RUNS_VARIABLE}=1 to give the run the whole master key "
+                "(in its container's environment, never revoked; no budget, no spend record)",
                 reason="no_database",
                 status=error.status,
             ) from None
@@ -173,7 +174,7 @@ def plan_model_access(
     if backend_proxy is None:
         catalog = ModelCatalog.load()
         entry = catalog.get(model)
-        if not os.environ.get(entry.key_variable):
+        if entry.key_variable and not os.environ.get(entry.key_variable):
             raise UserError(
                 f"The model {model} needs the {entry.provider} key ${entry.key_variable} "
                 "on this machine (the local proxy passes it to the provider): export it "

@@ -47,6 +47,23 @@ IMAGES = {"litellm": ("litellm", "ssebench/litellm"), "postgres": ("postgres", "
 PRISMA_BUILD_ARGUMENT = "PRISMA_CLIENT=generate"
 PRISMA_TAG_SUFFIX = "-prisma"
 PRISMA_FAILURE_MARKER = "ssebench: prisma-client-unavailable"
+# What docker compose gets for the master key when it only stops or reads the stack: the
+# compose file insists on the variable (so that `up` by hand cannot start a proxy
+# without one), but `down` and `logs` start nothing that would use it.
+MASTER_KEY_NOT_NEEDED = "sk-not-needed-to-stop-the-stack"
+# Lines of docker-compose's stderr that report progress, or say only that something
+# above failed: never the reason.
+_COMPOSE_PROGRESS = (
+    "Creating",
+    "Starting",
+    "Stopping",
+    "Removing",
+    "Recreating",
+    "Pulling",
+    "Network ",
+    "Container ",
+    "Encountered errors",
+)
 NO_PRISMA_MESSAGE = (
     "The proxy's database layer cannot be built on this machine: LiteLLM's Prisma client "
     "needs Node.js, the Prisma CLI and Prisma's engines, which the build downloads from "
@@ -83,6 +100,22 @@ def compose_command() -> list[str]:
         "Neither `docker compose` nor `docker-compose` is installed; the local LiteLLM "
         "stack needs one (Debian: sudo apt-get install docker-compose)"
     )
+
+
+def compose_failure_reason(completed: subprocess.CompletedProcess[str]) -> str:
+    """docker compose's reasons for a failure, in one line: its progress lines and
+    "ERROR:" prefixes left out, the remaining lines joined."""
+    reasons: list[str] = []
+    for raw in completed.stderr.splitlines():
+        line = raw.strip().removeprefix("ERROR:").removeprefix("Error:").strip()
+        if line.startswith("for ") and "  " in line:
+            line = line.split("  ", 1)[1].strip()  # "for litellm  Cannot start ..."
+        if not line or line.startswith(_COMPOSE_PROGRESS) or line in reasons:
+            continue
+        reasons.append(line.rstrip("."))
+    if not reasons:
+        return f"it exited with status {completed.returncode}"
+    return "; ".join(reasons)
 
 
 def image_tag(folder: Path) -> str:
@@ -148,8 +181,10 @@ class LocalStack:
             files += ["-f", str(self.compose_dir / DATABASE_FILE)]
         return files
 
-    def _environment(self, config: Path | None = None) -> dict[str, str]:
+    def _environment(self, config: Path | None = None, *, starts: bool) -> dict[str, str]:
         env = dict(os.environ)
+        if not starts and not env.get(MASTER_KEY_VARIABLE):
+            env[MASTER_KEY_VARIABLE] = MASTER_KEY_NOT_NEEDED
         env["COMPOSE_PROJECT_NAME"] = PROJECT
         env[PORT_VARIABLE] = str(self.port)
         images = self.images()
@@ -171,7 +206,8 @@ class LocalStack:
             return subprocess.run(
                 argv,
                 cwd=self.compose_dir,
-                env=self._environment(config),
+                # Only `up` starts a proxy: the others need no master key.
+                env=self._environment(config, starts=arguments[0] == "up"),
                 capture_output=True,
                 text=True,
                 errors="replace",
@@ -274,7 +310,7 @@ class LocalStack:
         self.say(f"starting the LiteLLM stack (project {PROJECT}) on {self.host_url}")
         done = self._compose("up", "-d", "--no-build", config=config)
         if done.returncode != 0:
-            raise UserError(f"docker compose up failed: {failure_reason(done)}")
+            raise UserError(f"docker compose up failed: {compose_failure_reason(done)}")
         deadline = time.monotonic() + READY_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             status = self.status()
@@ -301,4 +337,4 @@ class LocalStack:
             if "active endpoints" in done.stderr and not self.status().containers:
                 self.say("the stack is down; a network stays while runs still use it")
                 return
-            raise UserError(f"docker compose down failed: {failure_reason(done)}")
+            raise UserError(f"docker compose down failed: {compose_failure_reason(done)}")

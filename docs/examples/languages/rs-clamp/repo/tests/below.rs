@@ -1,0 +1,4 @@
+#[test]
+fn below_rises() {
+    assert_eq!(clamp::clamp(-2, 1, 5), 1);
+}
