@@ -1,0 +1,173 @@
+"""Grading an imported task on the host with the official swebench package: the
+FAIL_TO_PASS / PASS_TO_PASS report from the hidden step's output in evaluator.log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ssebench.swebench.grading import GRADING_FILE, grade_run, report_for_output
+from ssebench.swebench.markers import hidden_test_command
+from ssebench.task_graders import grade_on_host, hidden_tests_ran
+from ssebench.tasks.model import Task
+
+GRADING = {
+    "instance_id": "acme__shapes-1",
+    "repo": "acme/shapes",
+    "version": "1.0",
+    "FAIL_TO_PASS": ["tests/test_geometry.py::test_perimeter_rect"],
+    "PASS_TO_PASS": [
+        "tests/test_geometry.py::test_area_rect",
+        "tests/test_geometry.py::test_area_circle",
+    ],
+    "log_parser": "parse_log_pytest",
+    "eval_type": "pass_and_fail",
+}
+STEPS_OK = [
+    {"name": "apply", "ok": True, "exit_code": 0, "seconds": 0.1},
+    {"name": "build", "ok": True, "exit_code": 0, "seconds": 0.1},
+    {"name": "test", "ok": True, "exit_code": 0, "seconds": 0.1},
+]
+
+
+def pytest_output(outcomes: dict[str, str], exit_code: int) -> str:
+    """What the hidden step prints: pytest -rA's summary between the markers."""
+    summary = "\n".join(f"{status} {test}" for test, status in outcomes.items())
+    return (
+        ">>>>> Start Test Output\n"
+        "============================= test session starts ==============================\n"
+        f"=========================== short test summary info ============================\n"
+        f"{summary}\n"
+        ">>>>> End Test Output\n"
+        f">>>>> Test Exit Code: {exit_code}\n"
+    )
+
+
+def evaluator_log(output: str) -> str:
+    command = hidden_test_command("python -m pytest -rA tests/test_geometry.py")
+    return (
+        "2026-01-01T00:00:00Z == test: $ true\n"
+        f"2026-01-01T00:00:00Z == hidden_test: $ {command}"
+        f"{output}"
+        "2026-01-01T00:00:02Z hidden_test: FAILED (exit 1, 1.0s)\n"
+    )
+
+
+def make_task(tmp_path: Path) -> Task:
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / GRADING_FILE).write_text(json.dumps(GRADING))
+    return Task(
+        id="acme-shapes-1", project="shapes", language="python", description="",
+        source_dir="/testbed", prompt="p", build="true", test="true", hidden_test="h",
+        packages=(), base_image="debian:bookworm-slim", dataset="shapes", path=folder,
+        grader="swebench",
+    )  # fmt: skip
+
+
+def container_grade(hidden_ok: bool) -> dict[str, Any]:
+    hidden = {"name": "hidden_test", "ok": hidden_ok, "exit_code": 0 if hidden_ok else 1}
+    return {
+        "status": "passed" if hidden_ok else "failed",
+        "error_msg": None if hidden_ok else "Hidden test failed",
+        "timed_out": False,
+        "stopped": False,
+        "steps": [*STEPS_OK, {**hidden, "seconds": 1.0}],
+    }
+
+
+ALL_PASS = {
+    "tests/test_geometry.py::test_area_rect": "PASSED",
+    "tests/test_geometry.py::test_area_circle": "PASSED",
+    "tests/test_geometry.py::test_perimeter_rect": "PASSED",
+}
+
+
+def test_all_tests_passing_is_resolved() -> None:
+    report = report_for_output(GRADING, pytest_output(ALL_PASS, 0))
+    assert report["resolved"] is True
+    assert report["resolution"] == "RESOLVED_FULL"
+    assert report["FAIL_TO_PASS"] == {"success": GRADING["FAIL_TO_PASS"], "failure": []}
+    assert report["outcomes"]["tests/test_geometry.py::test_perimeter_rect"] == "PASSED"
+
+
+def test_a_broken_pass_to_pass_test_is_not_resolved() -> None:
+    outcomes = {**ALL_PASS, "tests/test_geometry.py::test_area_rect": "FAILED"}
+    report = report_for_output(GRADING, pytest_output(outcomes, 1))
+    assert report["resolved"] is False
+    assert report["PASS_TO_PASS"]["failure"] == ["tests/test_geometry.py::test_area_rect"]
+    assert report["FAIL_TO_PASS"]["failure"] == []
+
+
+def test_a_missing_fail_to_pass_test_is_not_resolved() -> None:
+    outcomes = dict(ALL_PASS)
+    del outcomes["tests/test_geometry.py::test_perimeter_rect"]
+    report = report_for_output(GRADING, pytest_output(outcomes, 0))
+    assert report["resolved"] is False
+    assert report["FAIL_TO_PASS"]["failure"] == GRADING["FAIL_TO_PASS"]
+
+
+def test_output_without_markers_is_not_parsed_and_not_resolved() -> None:
+    report = report_for_output(GRADING, "PASSED tests/test_geometry.py::test_perimeter_rect\n")
+    assert report["parsed"] is False and report["resolved"] is False
+
+
+def test_the_host_grade_passes_a_resolved_run_the_container_failed(tmp_path: Path) -> None:
+    """A nonzero test exit (e.g. a FAIL_TO_FAIL test) is the package's to judge."""
+    task = make_task(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "evaluator.log").write_text(evaluator_log(pytest_output(ALL_PASS, 0)))
+    grade = grade_on_host(task, run_dir, container_grade(hidden_ok=False))
+    assert grade["status"] == "passed" and grade["error_msg"] is None
+    assert grade["tests"]["grader"] == "swebench"
+    assert grade["tests"]["PASS_TO_PASS"]["success"] == GRADING["PASS_TO_PASS"]
+
+
+def test_the_host_grade_fails_an_unresolved_run_the_container_passed(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    outcomes = {**ALL_PASS, "tests/test_geometry.py::test_area_circle": "FAILED"}
+    (run_dir / "evaluator.log").write_text(evaluator_log(pytest_output(outcomes, 0)))
+    grade = grade_run(task, run_dir, container_grade(hidden_ok=True))
+    assert (grade["status"], grade["error_msg"]) == ("failed", "Not resolved")
+    assert grade["tests"]["outcomes"]["tests/test_geometry.py::test_area_circle"] == "FAILED"
+
+
+def test_no_log_is_not_resolved(tmp_path: Path) -> None:
+    grade = grade_on_host(make_task(tmp_path), tmp_path, container_grade(hidden_ok=True))
+    assert grade["status"] == "failed"
+    assert grade["error_msg"] == "Not resolved: no test results in the output"
+
+
+@pytest.mark.parametrize(
+    "grade",
+    [
+        {"status": "error", "error_msg": "Evaluator error: OSError", "steps": []},
+        {**container_grade(True), "timed_out": True, "status": "failed"},
+        {**container_grade(True), "stopped": True},
+        {
+            "status": "failed",
+            "steps": [{**STEPS_OK[0], "name": "apply", "ok": False}],
+            "timed_out": False,
+        },
+    ],
+)
+def test_a_grade_decided_before_the_hidden_tests_is_left_alone(
+    tmp_path: Path, grade: dict[str, Any]
+) -> None:
+    assert not hidden_tests_ran(grade)
+    assert grade_on_host(make_task(tmp_path), tmp_path, grade) is grade
+
+
+def test_missing_grading_data_makes_the_run_an_error(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    (task.path / GRADING_FILE).unlink()
+    grade = grade_on_host(task, tmp_path, container_grade(hidden_ok=True))
+    assert grade["status"] == "error"
+    assert grade["error_msg"].startswith("Grader error: ")
+    assert "import the task again" in grade["error_msg"]
