@@ -3,16 +3,23 @@ FAIL_TO_PASS / PASS_TO_PASS report from the hidden step's output in evaluator.lo
 
 from __future__ import annotations
 
+import io
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ssebench.agents import load_agent
+from ssebench.extensions import RunHandle
+from ssebench.runner import Runner, RunSettings
 from ssebench.swebench.grading import GRADING_FILE, grade_run, report_for_output
 from ssebench.swebench.markers import hidden_test_command
 from ssebench.task_graders import grade_on_host, hidden_tests_ran
-from ssebench.tasks.model import Task
+from ssebench.tasks.model import Task, load_task
+from ssebench.testing.fake import FakeBackend
+from tests.conftest import TINY_DATASET as TINY
 
 GRADING = {
     "instance_id": "acme__shapes-1",
@@ -171,3 +178,35 @@ def test_missing_grading_data_makes_the_run_an_error(tmp_path: Path) -> None:
     assert grade["status"] == "error"
     assert grade["error_msg"].startswith("Grader error: ")
     assert "import the task again" in grade["error_msg"]
+
+
+class GradedBackend(FakeBackend):
+    """The fake backend, whose container leaves a grade with a hidden step that failed
+    and an evaluator.log in which every test passed."""
+
+    def collect_results(self, handle: RunHandle, dest: Path) -> None:
+        super().collect_results(handle, dest)
+        (dest / "result.json").write_text(json.dumps(container_grade(hidden_ok=False)))
+        (dest / "evaluator.log").write_text(evaluator_log(pytest_output(ALL_PASS, 0)))
+
+
+def test_the_runner_records_the_host_grade_of_a_task_with_a_grader(tmp_path: Path) -> None:
+    folder = tmp_path / "tiny" / "tiny-add"
+    shutil.copytree(TINY / "tiny-add", folder)
+    with (folder / "task.yaml").open("a") as stream:
+        stream.write("grader: swebench\n")
+    (folder / GRADING_FILE).write_text(json.dumps(GRADING))
+    task = load_task(folder, dataset="tiny")
+    assert task.grader == "swebench"
+    settings = RunSettings(
+        task=task, agent=load_agent("dummy"), model=None, run_id="graded-1",
+        results_root=tmp_path / "results", backend="fake",
+    )  # fmt: skip
+    runner = Runner(GradedBackend(), out=io.StringIO())
+    outcome = runner.run(settings, runner.prepare(settings))
+    result = json.loads((outcome.run_dir / "result.json").read_text())
+    assert result["status"] == "passed"
+    assert result["tests"]["FAIL_TO_PASS"]["success"] == GRADING["FAIL_TO_PASS"]
+    assert result["config"]["agent"] == "dummy"
+    assert outcome.summary["status"] == "passed"
+    assert outcome.summary["grade"]["tests"]["resolved"] is True  # type: ignore[index]
