@@ -329,3 +329,28 @@ def make_shapes_project(root: Path) -> ShapesProject:
         },
     ]
     return ShapesProject(repos=repos, clone=clone, instances=instances)
+
+
+# The dataset name of the Docker and Kubernetes tests' imports: the same name and content
+# give the same image names and digests, so the images are built once for both.
+DATASET_NAME = "swebench-shapes"
+
+
+def import_shapes(root: Path, *instance_ids: str) -> Path:
+    """Make the project under root and import its instances (all, or these) through the
+    CLI, as the dataset DATASET_NAME; the dataset folder."""
+    from tests.cli import ssebench
+
+    project = make_shapes_project(root)
+    instances = project.write_instances(root / "instances.jsonl")
+    specs = root / "specs.yaml"
+    specs.write_text(SPECS_YAML)
+    dataset = root / "dataset"
+    selected = ["--instances", *instance_ids] if instance_ids else []
+    done = ssebench(
+        "dataset", "import", "swebench", str(instances), "--out", str(dataset),
+        "--repos", str(project.repos), "--specs", str(specs), "--name", DATASET_NAME,
+        *selected,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return dataset

@@ -16,7 +16,7 @@ import pytest
 
 from tests.cli import ssebench
 from tests.docker.conftest import SESSION_PREFIX
-from tests.swebench_project import SPECS_YAML, make_shapes_project
+from tests.swebench_project import import_shapes
 
 pytestmark = pytest.mark.docker
 SOUND = ("acme-shapes-1", "acme-shapes-2", "acme-shapes-3")
@@ -26,16 +26,7 @@ OVEREAGER = "acme-shapes-1-overeager"
 @pytest.fixture(scope="module")
 def check_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("swebench-runs")
-    project = make_shapes_project(root)
-    instances = project.write_instances(root / "instances.jsonl")
-    specs = root / "specs.yaml"
-    specs.write_text(SPECS_YAML)
-    dataset = root / "dataset"
-    imported = ssebench(
-        "dataset", "import", "swebench", str(instances), "--out", str(dataset),
-        "--repos", str(project.repos), "--specs", str(specs), "--name", "swebench-shapes",
-    )  # fmt: skip
-    assert imported.returncode == 0, imported.stdout + imported.stderr
+    dataset = import_shapes(root)
     report_path = root / "check.json"
     checked = ssebench(
         "dataset", "check", str(dataset), "--jobs", "2", "--results", str(root / "results"),
