@@ -169,6 +169,7 @@ def check_command(arguments: argparse.Namespace) -> int:
         agent="reference",
     )
     options.local = str(dataset.path)
+    options.agents_dir = []
     options.backend = arguments.backend
     options.prebuilt = arguments.prebuilt
     options.timeout = arguments.timeout
@@ -204,7 +205,9 @@ def check_command(arguments: argparse.Namespace) -> int:
                 rerun=True,
                 log=sys.stderr,
             )
-            progress = Progress(evaluation, terminal_err, live=False)
+            progress = Progress(
+                evaluation, terminal_err, live=False, command="ssebench dataset check"
+            )
             evaluation.listener = progress.event
             terminal_err.write(
                 f"ssebench dataset check: {dataset.name}, {len(tasks)} tasks, agent {agent}, "
