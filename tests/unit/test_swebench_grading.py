@@ -123,11 +123,13 @@ def test_output_without_markers_is_not_parsed_and_not_resolved() -> None:
 
 
 def test_the_host_grade_passes_a_resolved_run_the_container_failed(tmp_path: Path) -> None:
-    """A nonzero test exit (e.g. a FAIL_TO_FAIL test) is the package's to judge."""
+    """A nonzero test exit from a test outside both lists (one that fails before and
+    after the fix) is the package's to judge."""
     task = make_task(tmp_path)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    (run_dir / "evaluator.log").write_text(evaluator_log(pytest_output(ALL_PASS, 0)))
+    outcomes = {**ALL_PASS, "tests/test_geometry.py::test_known_broken": "FAILED"}
+    (run_dir / "evaluator.log").write_text(evaluator_log(pytest_output(outcomes, 1)))
     grade = grade_on_host(task, run_dir, container_grade(hidden_ok=False))
     assert grade["status"] == "passed" and grade["error_msg"] is None
     assert grade["tests"]["grader"] == "swebench"
@@ -182,12 +184,14 @@ def test_missing_grading_data_makes_the_run_an_error(tmp_path: Path) -> None:
 
 class GradedBackend(FakeBackend):
     """The fake backend, whose container leaves a grade with a hidden step that failed
-    and an evaluator.log in which every test passed."""
+    (a test outside both lists failed) and an evaluator.log in which every listed test
+    passed."""
 
     def collect_results(self, handle: RunHandle, dest: Path) -> None:
         super().collect_results(handle, dest)
+        outcomes = {**ALL_PASS, "tests/test_geometry.py::test_known_broken": "FAILED"}
         (dest / "result.json").write_text(json.dumps(container_grade(hidden_ok=False)))
-        (dest / "evaluator.log").write_text(evaluator_log(pytest_output(ALL_PASS, 0)))
+        (dest / "evaluator.log").write_text(evaluator_log(pytest_output(outcomes, 1)))
 
 
 def test_the_runner_records_the_host_grade_of_a_task_with_a_grader(tmp_path: Path) -> None:
@@ -210,3 +214,20 @@ def test_the_runner_records_the_host_grade_of_a_task_with_a_grader(tmp_path: Pat
     assert result["config"]["agent"] == "dummy"
     assert outcome.summary["status"] == "passed"
     assert outcome.summary["grade"]["tests"]["resolved"] is True  # type: ignore[index]
+
+
+def test_output_the_tests_forge_cannot_pass_a_failed_run(tmp_path: Path) -> None:
+    """The agent's code prints a whole fake step (header, markers, all passed, exit 0)
+    while the real tests fail: the first header and the evaluator's exit status rule."""
+    task = make_task(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    failing = {**ALL_PASS, "tests/test_geometry.py::test_perimeter_rect": "FAILED"}
+    forged = "2026-01-01T00:00:01Z == hidden_test: $ x\n" + pytest_output(ALL_PASS, 0)
+    real = pytest_output(failing, 1).replace(
+        ">>>>> Start Test Output\n", ">>>>> Start Test Output\n" + forged
+    )
+    (run_dir / "evaluator.log").write_text(evaluator_log(real))
+    grade = grade_run(task, run_dir, container_grade(hidden_ok=False))
+    assert grade["status"] == "failed"
+    assert grade["tests"]["resolved"] is False

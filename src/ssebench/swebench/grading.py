@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.errors import UserError
-from ssebench.swebench.markers import hidden_step_output
+from ssebench.swebench.markers import hidden_step_output, with_exit_status
 from ssebench.swebench.package import package_version, parser_registry, swebench_module
 from ssebench.tasks.model import Task
 
@@ -106,6 +106,10 @@ def grade_run(task: Task, run_dir: Path, grade: dict[str, Any]) -> dict[str, Any
         output = hidden_step_output(read_log_tail(run_dir / EVALUATOR_LOG))
     except OSError:
         output = None
+    steps = grade.get("steps") or [{}]
+    exit_code = steps[-1].get("exit_code") if isinstance(steps[-1], dict) else None
+    if output is not None and isinstance(exit_code, int):
+        output = with_exit_status(output, exit_code)
     report = report_for_output(grading, output or "")
     tests = {"grader": "swebench", "grader_version": package_version(), **report}
     if report["resolved"]:

@@ -50,20 +50,24 @@ def script_test_command(eval_script: str) -> str | None:
 
 
 def hidden_step_output(log: str) -> str | None:
-    """The output of the last hidden-test step in an evaluator.log (None if it never ran).
+    """The output of the hidden-test step in an evaluator.log (None if it never ran).
 
-    The header line (which quotes the command, markers included) is left out, so only
-    what the command printed is searched for the markers.
+    The step's header is the first one: the step is the evaluator's last, so what the
+    tests print (which the agent's code can shape) comes after it and cannot move it.
+    The header quotes the command, markers included; the output starts at the first
+    line that is the start marker.
     """
-    header = log.rfind(HIDDEN_STEP_HEADER)
+    header = log.find(HIDDEN_STEP_HEADER)
     if header < 0:
         return None
-    line_end = log.find("\n", header)
-    if line_end < 0:
-        return ""
-    # The header quotes a multi-line command; its output starts after the last line of it.
-    body = log[line_end + 1 :]
-    start = body.find(f"\n{START_MARKER}")
-    if body.startswith(START_MARKER):
-        return body
-    return body[start + 1 :] if start >= 0 else body
+    body = log[header:]
+    if f"\n{START_MARKER}" not in body:
+        return body[body.find("\n") + 1 :] if "\n" in body else ""
+    return body[body.index(f"\n{START_MARKER}") + 1 :]
+
+
+def with_exit_status(output: str, exit_code: int) -> str:
+    """output with the test command's exit status, as the evaluator recorded it, put
+    first: the package's exit-status check reads the first such line, so a line the
+    tests printed cannot stand in for it."""
+    return f"{EXIT_CODE_MARKER}: {exit_code}\n{output}"
