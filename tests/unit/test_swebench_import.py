@@ -155,7 +155,7 @@ def test_bad_instances_are_skipped_with_one_line_each(
         "skipped acme__shapes-9: it has no dockerfile/eval_script of its own and there is no "
         "install specification for acme/shapes version 7.0; add one to --specs FILE",
         f"skipped zeta__lib-1: no clone of zeta/lib under {project.repos} "
-        "(looked for zeta__lib, zeta/lib, lib)",
+        "(looked for zeta__lib, zeta/lib, lib); pass --clone-from URL to clone it",
         f"skipped acme__shapes-8: base_commit {'0' * 40} is not in the clone "
         f"{project.repos / 'acme__shapes'}",
         f"skipped acme__shapes-404: not in {instances}",
@@ -238,3 +238,37 @@ def test_git_is_used_read_only_on_the_clone(project: ShapesProject, imported: Pa
         ["git", "status", "--porcelain"], cwd=project.clone, capture_output=True, text=True
     )
     assert status.stdout == ""
+
+
+def test_a_repository_without_a_clone_is_cloned_from_the_url_template(
+    project: ShapesProject, tmp_path: Path
+) -> None:
+    """--clone-from: here a file:// URL standing in for the repository host."""
+    instances = project.write_instances(tmp_path / "instances.jsonl")
+    clones = tmp_path / "clones"
+    clones.mkdir()
+    template = f"file://{project.repos}/{{repo}}"
+    (project.repos / "acme").mkdir(exist_ok=True)
+    (project.repos / "acme" / "shapes").symlink_to(project.clone)
+    try:
+        done = ssebench(
+            "dataset", "import", "swebench", str(instances), "--out", str(tmp_path / "out"),
+            "--repos", str(clones), "--clone-from", template, "--instances", "acme__shapes-1",
+        )  # fmt: skip
+    finally:
+        (project.repos / "acme" / "shapes").unlink()
+        (project.repos / "acme").rmdir()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (clones / "acme__shapes.git" / "HEAD").is_file()  # a bare mirror, kept for later
+    geometry = tmp_path / "out" / "acme-shapes-1" / "repo" / "shapes" / "geometry.py"
+    assert geometry.read_text() == GEOMETRY_B
+    (tmp_path / "empty").mkdir()
+    failed = ssebench(
+        "dataset", "import", "swebench", str(instances), "--out", str(tmp_path / "out2"),
+        "--repos", str(tmp_path / "empty"), "--clone-from", "file:///nowhere/{repo}",
+        "--instances", "acme__shapes-1",
+    )  # fmt: skip
+    assert failed.returncode == 1
+    (line,) = [line for line in failed.stdout.splitlines() if line.startswith("skipped")]
+    assert line.startswith("skipped acme__shapes-1: cloning file:///nowhere/acme/shapes failed: ")
+    assert list((tmp_path / "empty").iterdir()) == []

@@ -60,6 +60,12 @@ def register_import(actions: Any) -> None:
         help="a folder of local clones or mirrors: OWNER__NAME, OWNER/NAME or NAME",
     )
     swebench.add_argument(
+        "--clone-from",
+        metavar="URL",
+        help="clone a repository that has no clone under --repos from this URL, in which "
+        "{repo} stands for OWNER/NAME; the clone goes into --repos",
+    )
+    swebench.add_argument(
         "--specs", metavar="FILE", help="install specifications for classic instances (YAML)"
     )
     swebench.add_argument(
@@ -108,6 +114,7 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
         specs=specs,
         wanted=arguments.instances or (),
         name=arguments.name,
+        clone_from=arguments.clone_from,
     )
     if arguments.json:
         print(

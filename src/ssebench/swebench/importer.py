@@ -297,11 +297,18 @@ def import_instances(
     specs: list[Spec],
     wanted: Sequence[str] = (),
     name: str | None = None,
+    clone_from: str | None = None,
 ) -> ImportReport:
     """Import the instances of a JSONL file into the dataset folder out (made or
-    updated: an imported task's folder is replaced). Raises UserError for a problem of
-    the whole import; an instance's problem skips it (in the report)."""
+    updated: an imported task's folder is replaced). A repository without a clone
+    under repos is cloned there from clone_from ({repo} is OWNER/NAME), if given.
+    Raises UserError for a problem of the whole import; an instance's problem skips it
+    (in the report)."""
     parser_registry()  # the package is needed: say so before anything is written
+    if clone_from is not None and "{repo}" not in clone_from:
+        raise UserError("--clone-from must contain {repo}, e.g. https://HOST/{repo}.git")
+    if clone_from is not None and repos is None:
+        raise UserError("--clone-from needs --repos DIR: the folder the clones go into")
     if repos is not None and not repos.is_dir():
         raise UserError(f"--repos {repos}: no such folder; pass the folder of the clones")
     out.mkdir(parents=True, exist_ok=True)
@@ -322,7 +329,7 @@ def import_instances(
             )
             continue
         try:
-            clone = _clone_of(entry, repos)
+            clone = _clone_of(entry, repos, clone_from)
             folder = out / task_id
             if folder.exists():
                 shutil.rmtree(folder)
@@ -357,17 +364,32 @@ def import_instances(
     return report
 
 
-def _clone_of(instance: Instance, repos: Path | None) -> Path:
+def _clone_of(instance: Instance, repos: Path | None, clone_from: str | None) -> Path:
     if repos is None:
         raise InstanceSkipped(
             f"no clone of {instance.repo}: pass --repos DIR with a clone of it "
             f"(DIR/{instance.repo.replace('/', '__')})"
         )
     clone = find_clone(repos, instance.repo)
+    if clone is None and clone_from is not None:
+        clone = mirror(repos, instance.repo, clone_from)
     if clone is None:
         raise InstanceSkipped(
             f"no clone of {instance.repo} under {repos} "
             f"(looked for {instance.repo.replace('/', '__')}, {instance.repo}, "
-            f"{instance.repo_name})"
+            f"{instance.repo_name}); pass --clone-from URL to clone it"
         )
     return clone
+
+
+def mirror(repos: Path, repo: str, clone_from: str) -> Path:
+    """Clone OWNER/NAME from the clone_from template ({repo} is OWNER/NAME) into
+    repos/OWNER__NAME.git, a bare mirror that later imports find. InstanceSkipped when
+    the clone fails."""
+    url = clone_from.replace("{repo}", repo)
+    target = repos / f"{repo.replace('/', '__')}.git"
+    completed = _git(["clone", "--mirror", "--quiet", "--", url, str(target)])
+    if completed.returncode != 0:
+        shutil.rmtree(target, ignore_errors=True)
+        raise InstanceSkipped(f"cloning {url} failed: {_last_line(completed)}")
+    return target
