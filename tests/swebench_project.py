@@ -126,10 +126,12 @@ def test_distance_345():
     assert Point(0, 0).distance_to(Point(3, 4)) == 5
 """
 )
+# Its first step is word for word the one the import writes from a specification, so
+# the build cache serves both.
 INSTANCE_DOCKERFILE = f"""FROM debian:bookworm-slim AS base
 RUN apt-get update \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\
-      python3 python3-venv git \\
+      python3 python3-venv \\
  && rm -rf /var/lib/apt/lists/*
 
 FROM base AS install
