@@ -272,3 +272,36 @@ def test_a_repository_without_a_clone_is_cloned_from_the_url_template(
     (line,) = [line for line in failed.stdout.splitlines() if line.startswith("skipped")]
     assert line.startswith("skipped acme__shapes-1: cloning file:///nowhere/acme/shapes failed: ")
     assert list((tmp_path / "empty").iterdir()) == []
+
+
+def test_patches_that_do_not_fit_the_tree_are_skipped(
+    project: ShapesProject, tmp_path: Path
+) -> None:
+    first = project.instances[0]
+    readme = "# shapes\n\nPlane geometry helpers. Test: python -m pytest\n"
+    deleting = (
+        "diff --git a/README.md b/README.md\ndeleted file mode 100644\n"
+        "--- a/README.md\n+++ /dev/null\n@@ -1,3 +0,0 @@\n"
+        + "".join(f"-{line}\n" for line in readme.splitlines())
+    )
+    stray = "diff --git a/nothing.py b/nothing.py\n--- a/nothing.py\n+++ b/nothing.py\n"
+    stray += "@@ -1 +1 @@\n-a\n+b\n"
+    instances = project.write_instances(
+        tmp_path / "instances.jsonl",
+        extra=[
+            {**first, "instance_id": "acme__shapes-20", "test_patch": deleting},
+            {**first, "instance_id": "acme__shapes-21", "patch": stray},
+        ],
+    )
+    done = ssebench(
+        "dataset", "import", "swebench", str(instances), "--out", str(tmp_path / "out"),
+        "--repos", str(project.repos), "--instances", "acme__shapes-20", "acme__shapes-21",
+    )  # fmt: skip
+    assert done.returncode == 1
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("skipped")]
+    assert skipped[0] == (
+        "skipped acme__shapes-20: the test_patch deletes README.md, which an overlay of "
+        "hidden tests cannot do"
+    )
+    assert skipped[1].startswith("skipped acme__shapes-21: the patch does not apply at base_commit")
+    assert not (tmp_path / "out" / "acme-shapes-20").exists()  # no half-written task
