@@ -131,7 +131,7 @@ def test_distance_345():
 INSTANCE_DOCKERFILE = f"""FROM debian:bookworm-slim AS base
 RUN apt-get update \\
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\
-      python3 python3-venv \\
+      ca-certificates git python3 python3-venv \\
  && rm -rf /var/lib/apt/lists/*
 
 FROM base AS install

@@ -3,7 +3,7 @@
 that fixes the bug but breaks a PASS_TO_PASS test is not; per-test outcomes are in
 result.json.
 
-One import and one check (eight runs, two at once) serve every test of the module.
+One import and one check (six runs, two at once) serve every test of the module.
 """
 
 from __future__ import annotations
@@ -19,14 +19,16 @@ from tests.docker.conftest import SESSION_PREFIX
 from tests.swebench_project import import_shapes
 
 pytestmark = pytest.mark.docker
-SOUND = ("acme-shapes-1", "acme-shapes-2", "acme-shapes-3")
+SOUND = ("acme-shapes-1", "acme-shapes-3")
 OVEREAGER = "acme-shapes-1-overeager"
 
 
 @pytest.fixture(scope="module")
 def check_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("swebench-runs")
-    dataset = import_shapes(root)
+    # Three instances cover both shapes, the pinned dependency and the broken PASS_TO_PASS
+    # test (acme__shapes-2, classic like -3, is covered by the unit tests' import).
+    dataset = import_shapes(root, "acme__shapes-1", "acme__shapes-1-overeager", "acme__shapes-3")
     report_path = root / "check.json"
     checked = ssebench(
         "dataset", "check", str(dataset), "--jobs", "2", "--results", str(root / "results"),
@@ -96,4 +98,4 @@ def test_a_fix_that_breaks_a_pass_to_pass_test_is_not_resolved(
     assert result["status"] == "failed"
     assert result["tests"]["FAIL_TO_PASS"]["failure"] == []  # the bug is fixed
     assert result["tests"]["PASS_TO_PASS"]["failure"] == ["tests/test_geometry.py::test_area_rect"]
-    assert check_report["sound"] == 3 and check_report["broken"] == 1
+    assert check_report["sound"] == 2 and check_report["broken"] == 1

@@ -53,7 +53,9 @@ class Spec:
         pip installs in a stage of its own, the only one that sees the build CA
         (build-ca/, see images.add_build_ca); the final stage copies the venv only.
         """
-        packages = sorted({"python3", "python3-venv", *self.packages})
+        # git and ca-certificates: what the case layer installs anyway, here so that its
+        # apt step finds them and downloads nothing.
+        packages = sorted({"ca-certificates", "git", "python3", "python3-venv", *self.packages})
         lines = [
             "# Written by `ssebench dataset import swebench` from an install specification.",
             f"FROM {self.base_image} AS environment",
