@@ -73,6 +73,7 @@ __all__ = [
     "case_layer",
     "docker_unreachable",
     "ensure_layers",
+    "environment_layer",
     "layer_is_current",
     "prepare_images",
     "pull_image",
@@ -98,7 +99,7 @@ BUILD_LOG_TAIL = 25
 IGNORED_NAMES = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 
-LayerKind = Literal["case", "tool", "agent", "agent-runtime", "agent-install"]
+LayerKind = Literal["environment", "case", "tool", "agent", "agent-runtime", "agent-install"]
 # The builder stage of an install.Dockerfile: task-independent, so one fixed base.
 INSTALL_BASE_IMAGE = "debian:bookworm-slim"
 EMPTY_INSTALL_REPOSITORY = "ssebench/agent-install-empty"
@@ -357,9 +358,36 @@ def _checked_tag(value: str, what: str) -> str:
     return value
 
 
+def environment_layer(task: Task, *, platform: str | None = None) -> Layer | None:
+    """The image a task with its own environment/Dockerfile runs in (None without one).
+
+    Its context is the environment/ folder plus build-ca/ (the machine's CA bundle, for
+    a build stage that installs from a package registry; never for the final stage).
+    The case layer is built FROM it, so the task's base_image is not used.
+    """
+    folder = task.environment_dir
+    if folder is None:
+        return None
+    return Layer(
+        kind="environment",
+        repository=(
+            f"ssebench/environment/{_checked_component(task.dataset, 'dataset name')}/"
+            f"{_checked_component(task.id, 'task ID')}"
+        ),
+        tag=None,
+        dockerfile=folder / "Dockerfile",
+        build_args={},
+        sources=(("", folder),),
+        platform=platform,
+        build_ca=True,
+    )
+
+
 def case_layer(task: Task, *, platform: str | None = None) -> Layer:
-    """The case image of task: its base image, packages, source and private files."""
+    """The case image of task: its base image (or its own environment image), packages,
+    source and private files."""
     metadata = json.dumps(task.container_metadata(), indent=2, sort_keys=True) + "\n"
+    environment = environment_layer(task, platform=platform)
     return Layer(
         kind="case",
         repository=(
@@ -369,7 +397,7 @@ def case_layer(task: Task, *, platform: str | None = None) -> Layer:
         tag=None,
         dockerfile=DOCKERFILES / "case.Dockerfile",
         build_args={
-            "BASE_IMAGE": task.base_image,
+            "BASE_IMAGE": task.base_image if environment is None else environment.image,
             "PACKAGES": " ".join(task.packages),
             "SOURCE_DIR": task.source_dir,
         },
@@ -380,6 +408,7 @@ def case_layer(task: Task, *, platform: str | None = None) -> Layer:
         ),
         generated=(("task/task.json", metadata.encode()),),
         platform=platform,
+        inputs=() if environment is None else (environment,),
     )
 
 

@@ -46,6 +46,7 @@ from ssebench.results import (
     utc_now,
     write_json,
 )
+from ssebench.task_graders import grade_on_host
 from ssebench.tasks import Task
 
 if TYPE_CHECKING:
@@ -446,6 +447,9 @@ class Runner:
             elif failure is not None:
                 message = f"{NO_RESULT_MESSAGE} ({type(failure).__name__})"
             grade = {"status": "error", "error_msg": message}
+        elif evaluator_grade is None:
+            # A task with a grader (task.yaml `grader`) is decided from its test output.
+            grade = grade_on_host(settings.task, run_dir.path, grade)
         write_json(run_dir.result_file, {**grade, "config": config})
         summary = {
             "schema": 1,

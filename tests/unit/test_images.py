@@ -545,3 +545,43 @@ def test_docker_not_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UserError, match="docker command is not installed"):
         images.run_docker(["version"])
+
+
+# --- a task's own environment (environment/Dockerfile) -------------------------------
+
+
+@pytest.fixture
+def task_with_environment(task: Task, tmp_path: Path) -> Task:
+    folder = tmp_path / "tiny-add"
+    shutil.copytree(task.path, folder)
+    (folder / "environment").mkdir()
+    (folder / "environment" / "Dockerfile").write_text("FROM debian:bookworm-slim\n")
+    return load_task(folder, dataset="tiny")
+
+
+def test_the_case_layer_starts_from_the_tasks_environment(task_with_environment: Task) -> None:
+    environment = images.environment_layer(task_with_environment)
+    assert environment is not None and environment.build_ca
+    assert environment.image == f"ssebench/environment/tiny/tiny-add:{environment.digest[:12]}"
+    case = images.case_layer(task_with_environment)
+    assert case.build_args["BASE_IMAGE"] == environment.image
+    assert case.inputs == (environment,)
+    # A changed environment Dockerfile is a new environment and so a new case image.
+    (task_with_environment.path / "environment" / "Dockerfile").write_text("FROM other\n")
+    assert images.case_layer(task_with_environment).digest != case.digest
+
+
+def test_a_task_without_environment_has_none(task: Task) -> None:
+    assert images.environment_layer(task) is None
+    assert images.case_layer(task).inputs == ()
+
+
+def test_the_environment_is_built_before_the_case_layer(
+    fake_docker: FakeDocker, task_with_environment: Task, tmp_path: Path
+) -> None:
+    fake_docker.on("image", "inspect", status=1, stderr="Error: No such image\n")
+    names = images.build_case_images([task_with_environment], output=BuildOutput(io.StringIO()))
+    built = [argv[argv.index("--tag") + 1] for argv in fake_docker.calls() if "--tag" in argv]
+    environment = images.environment_layer(task_with_environment)
+    assert environment is not None
+    assert built == [environment.image, names[0]]

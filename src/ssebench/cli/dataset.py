@@ -1,12 +1,20 @@
-"""`ssebench dataset validate` and `ssebench dataset manifest`."""
+"""`ssebench dataset validate|manifest|import|check`: check a dataset, write its
+manifest, import SWE-bench-format instances as tasks, and check every task with the
+reference and dummy agents."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ssebench.cli import run as run_cli
+from ssebench.errors import UserError
 from ssebench.tasks.dataset import (
     MANIFEST_FILE,
     load_dataset,
@@ -30,6 +38,224 @@ def register(commands: Any) -> None:
         help=f"exit 1 if {MANIFEST_FILE} is not up to date; write nothing",
     )
     manifest.set_defaults(handler=manifest_command)
+    register_import(actions)
+    register_check(actions)
+
+
+def register_import(actions: Any) -> None:
+    parser = actions.add_parser("import", help="import another benchmark's instances as tasks")
+    formats = parser.add_subparsers(dest="format", metavar="FORMAT")
+    formats.required = True
+    swebench = formats.add_parser(
+        "swebench",
+        help="SWE-bench-format instances (JSONL)",
+        description="Write one task per SWE-bench-format instance into a dataset folder "
+        "(docs/datasets.md). Needs the datasets extra: pip install 'ssebench[datasets]'.",
+    )
+    swebench.add_argument("instances_file", metavar="INSTANCES.jsonl")
+    swebench.add_argument("--out", required=True, metavar="DIR", help="the dataset folder")
+    swebench.add_argument(
+        "--repos",
+        metavar="DIR",
+        help="a folder of local clones or mirrors: OWNER__NAME, OWNER/NAME or NAME",
+    )
+    swebench.add_argument(
+        "--clone-from",
+        metavar="URL",
+        help="clone a repository that has no clone under --repos from this URL, in which "
+        "{repo} stands for OWNER/NAME; the clone goes into --repos",
+    )
+    swebench.add_argument(
+        "--specs", metavar="FILE", help="install specifications for classic instances (YAML)"
+    )
+    swebench.add_argument(
+        "--instances", nargs="+", metavar="ID", help="import only these instance IDs"
+    )
+    swebench.add_argument("--name", help="the dataset's name if DIR has no dataset.yaml yet")
+    swebench.add_argument("--json", action="store_true", help="print the summary as JSON")
+    swebench.set_defaults(handler=import_swebench_command)
+
+
+def register_check(actions: Any) -> None:
+    parser = actions.add_parser(
+        "check",
+        help="run the reference (must pass) and dummy (must fail) agent on every task",
+        description="Check every task of a dataset: the reference agent's run must be graded "
+        "passed and the dummy agent's failed. Writes which tasks are broken and why.",
+    )
+    parser.add_argument("dir", metavar="DIR")
+    parser.add_argument("--tasks", nargs="+", metavar="TASK", help="task IDs (default: all)")
+    parser.add_argument("--jobs", type=int, metavar="N", help="runs at once (default: cores)")
+    run_cli.add_backend_options(parser)
+    parser.add_argument(
+        "--results", default="results", metavar="DIR", help="where run directories go (./results)"
+    )
+    parser.add_argument(
+        "--report", metavar="FILE", help="the JSON report (default <results>/check-<time>.json)"
+    )
+    parser.add_argument(
+        "--timeout", type=int, default=1800, help="seconds each run's agent may take (1800)"
+    )
+    parser.add_argument("--platform", help="linux/<arch> of the images and containers")
+    parser.add_argument("--run-id-prefix", metavar="PREFIX", help="run IDs are PREFIX-<hex>")
+    parser.set_defaults(handler=check_command)
+
+
+def import_swebench_command(arguments: argparse.Namespace) -> int:
+    from ssebench.swebench.importer import import_instances
+    from ssebench.swebench.specs import load_specs
+
+    specs = load_specs(Path(arguments.specs)) if arguments.specs else []
+    out = Path(arguments.out)
+    report = import_instances(
+        Path(arguments.instances_file),
+        out,
+        repos=Path(arguments.repos) if arguments.repos else None,
+        specs=specs,
+        wanted=arguments.instances or (),
+        name=arguments.name,
+        clone_from=arguments.clone_from,
+    )
+    if arguments.json:
+        print(
+            json.dumps(
+                {
+                    "out": str(out),
+                    "imported": [
+                        {"instance_id": instance, "task": task}
+                        for instance, task in report.imported
+                    ],
+                    "skipped": [
+                        {"instance_id": skipped.instance_id, "reason": skipped.reason}
+                        for skipped in report.skipped
+                    ],
+                },
+                indent=2,
+            )
+        )
+    else:
+        for instance, task in report.imported:
+            print(f"imported {instance} as {out / task}")
+        for skipped in report.skipped:
+            print(skipped.line())
+        print(
+            f"{len(report.imported)} imported, {len(report.skipped)} skipped"
+            + (f"; the dataset is {out}" if report.imported else "")
+        )
+    if not report.imported:
+        print("ssebench: error: no instance was imported (see the lines above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def check_command(arguments: argparse.Namespace) -> int:
+    from ssebench.backends import load_backend, selected_backend_name
+    from ssebench.cli.eval import (
+        RUN_OPTIONS,
+        Progress,
+        RunIds,
+        base_settings,
+        output_into,
+        select_tasks,
+    )
+    from ssebench.cli.output import print_table
+    from ssebench.dataset_check import EXPECTED, verdicts
+    from ssebench.evaluation import Evaluation, Limits, TaskRun, default_jobs
+    from ssebench.results import make_results_root, write_json
+
+    dataset = load_dataset(Path(arguments.dir))
+    tasks = select_tasks(dataset.tasks, arguments.tasks)
+    backend_name = selected_backend_name(arguments.backend)
+    backend = load_backend(backend_name)
+    jobs = arguments.jobs if arguments.jobs is not None else default_jobs(backend, os.cpu_count())
+    if jobs < 1:
+        raise UserError("--jobs must be at least 1")
+    limits = Limits.for_jobs(jobs)
+    options = argparse.Namespace(
+        **{name: None for name in RUN_OPTIONS},
+        agent="reference",
+    )
+    options.local = str(dataset.path)
+    options.agents_dir = []
+    options.backend = arguments.backend
+    options.prebuilt = arguments.prebuilt
+    options.timeout = arguments.timeout
+    options.difficulty = 2
+    options.mode = "sandbox"
+    options.platform = arguments.platform
+    options.results = arguments.results
+    run_ids = RunIds(arguments.run_id_prefix)
+    results_root = Path(arguments.results).resolve()
+    make_results_root(results_root)
+    stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    log_path = results_root / f"check-{stamp}.log"
+    report_path = (
+        Path(arguments.report) if arguments.report else results_root / f"check-{stamp}.json"
+    )
+    runs_by_agent: dict[str, list[TaskRun]] = {}
+    with output_into(log_path) as (terminal_out, terminal_err):
+        for agent, _ in EXPECTED:
+            options.agent = agent
+            base = base_settings(options, tasks[0], backend.builds_images)
+
+            def settings_for(task: Any, base: Any = base) -> Any:
+                return dataclasses.replace(base, task=task, run_id=run_ids.new())
+
+            evaluation = Evaluation(
+                backend,
+                tasks,
+                settings_for,
+                agent=agent,
+                model=None,
+                results_root=results_root,
+                limits=limits,
+                rerun=True,
+                log=sys.stderr,
+            )
+            progress = Progress(
+                evaluation, terminal_err, live=False, command="ssebench dataset check"
+            )
+            evaluation.listener = progress.event
+            terminal_err.write(
+                f"ssebench dataset check: {dataset.name}, {len(tasks)} tasks, agent {agent}, "
+                f"{jobs} at once; output of the runs: {log_path}\n"
+            )
+            terminal_err.flush()
+            evaluation.run()
+            runs_by_agent[agent] = evaluation.runs
+        results = verdicts(runs_by_agent)
+        broken = [verdict for verdict in results if not verdict.sound]
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(
+            report_path,
+            {
+                "schema": 1,
+                "command": "dataset check",
+                "dataset": {"name": dataset.name, "path": str(dataset.path)},
+                "backend": backend_name,
+                "jobs": jobs,
+                "log": str(log_path),
+                "sound": len(results) - len(broken),
+                "broken": len(broken),
+                "tasks": [verdict.to_json() for verdict in results],
+            },
+        )
+        saved, sys.stdout = sys.stdout, terminal_out
+        try:
+            print_table(
+                ("TASK", "VERDICT", "WHY"),
+                [
+                    (verdict.task, "ok" if verdict.sound else "BROKEN", "; ".join(verdict.problems))
+                    for verdict in results
+                ],
+            )
+            print(
+                f"{len(results) - len(broken)} sound, {len(broken)} broken; report: {report_path}"
+            )
+            terminal_out.flush()
+        finally:
+            sys.stdout = saved
+    return 1 if broken else 0
 
 
 def validate_command(arguments: argparse.Namespace) -> int:

@@ -211,8 +211,11 @@ class Progress:
     run that starts or finishes, with the counts.
     """
 
-    def __init__(self, evaluation: Evaluation, out: TextIO, *, live: bool) -> None:
+    def __init__(
+        self, evaluation: Evaluation, out: TextIO, *, live: bool, command: str = "ssebench eval"
+    ) -> None:
         self.evaluation = evaluation
+        self.command = command
         self.out = out
         self.live = live
         self._drawn = 0
@@ -238,7 +241,7 @@ class Progress:
             line = f"{run.status:<8} {run.task.id}{seconds}{detail}"
         with self._lock:
             self._clear()
-            self.out.write(f"ssebench eval: {line}  [{self.status_line()}]\n")
+            self.out.write(f"{self.command}: {line}  [{self.status_line()}]\n")
             self._draw()
 
     def refresh(self) -> None:
@@ -264,7 +267,7 @@ class Progress:
         if not self.live:
             self.out.flush()
             return
-        lines = [f"ssebench eval: {self.status_line()}"]
+        lines = [f"{self.command}: {self.status_line()}"]
         for run in self.evaluation.runs:
             if run.state in ("preparing", "starting", "running", "removing"):
                 seconds = "" if run.seconds is None else clock(run.seconds)

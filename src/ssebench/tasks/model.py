@@ -1,5 +1,6 @@
 """One task: a folder with task.yaml, the project's source (repo/), the hidden
-fail-to-pass tests (hidden/) and the reference patch (reference.patch).
+fail-to-pass tests (hidden/) and the reference patch (reference.patch); optionally
+environment/, a Dockerfile (and its context) for the image the project runs in.
 
 See docs/adding-a-task.md for the format a task author writes.
 """
@@ -19,6 +20,9 @@ TASK_FILE = "task.yaml"
 SOURCE_FOLDER = "repo"
 HIDDEN_FOLDER = "hidden"
 REFERENCE_PATCH = "reference.patch"
+ENVIRONMENT_FOLDER = "environment"
+# Graders that decide a run on the host from its test output (ssebench.task_graders).
+GRADERS = ("swebench",)
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 LANGUAGES = ("python", "c", "go", "rust", "java", "javascript", "shell")
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
@@ -42,10 +46,17 @@ class Task:
     base_image: str
     dataset: str
     path: Path
+    grader: str | None = None
 
     @property
     def reference_patch(self) -> Path:
         return self.path / REFERENCE_PATCH
+
+    @property
+    def environment_dir(self) -> Path | None:
+        """The task's own environment build (environment/Dockerfile), if it has one."""
+        folder = self.path / ENVIRONMENT_FOLDER
+        return folder if (folder / "Dockerfile").is_file() else None
 
     def container_metadata(self) -> dict[str, str]:
         """What the in-container runtime reads as /ssebench/task/task.json."""
@@ -157,6 +168,13 @@ def load_task(folder: Path, dataset: str = "local") -> Task:
             raise TaskError(f"{folder}: the {kind} {needed}/ is missing", path=str(folder))
     if not (folder / REFERENCE_PATCH).is_file():
         raise TaskError(f"{folder}: the file {REFERENCE_PATCH} is missing", path=str(folder))
+    grader = _text(data, "grader", file, required=False) or None
+    if grader is not None and grader not in GRADERS:
+        raise TaskError(
+            f"{file}: field 'grader' must be one of {', '.join(GRADERS)} (or left out)",
+            path=str(file),
+            field="grader",
+        )
 
     return Task(
         id=task_id,
@@ -172,4 +190,5 @@ def load_task(folder: Path, dataset: str = "local") -> Task:
         base_image=_text(data, "base_image", file, required=False) or DEFAULT_BASE_IMAGE,
         dataset=dataset,
         path=folder,
+        grader=grader,
     )

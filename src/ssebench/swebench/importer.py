@@ -1,0 +1,395 @@
+"""`ssebench dataset import swebench`: SWE-bench-format instances as ssebench tasks.
+
+Each instance becomes an ordinary task folder, which every backend runs unchanged:
+
+    <task>/task.yaml          the problem statement as the prompt; grader: swebench
+    <task>/repo/              the repository's tree at base_commit (from a local clone)
+    <task>/environment/       Dockerfile: the instance's own (5.x) or one written from
+                              its install specification (classic, --specs)
+    <task>/hidden/            the test files the test_patch touches, as they are after
+                              it: copied over the graded tree, they reset those files
+                              and apply the test_patch, as the official harness does
+    <task>/reference.patch    the instance's patch
+    <task>/swebench.json      FAIL_TO_PASS, PASS_TO_PASS, log parser: what grading.py needs
+
+An instance that cannot be imported is skipped with one line saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ssebench.errors import UserError
+from ssebench.swebench.grading import GRADING_FILE
+from ssebench.swebench.instances import Instance, Skipped, read_instances
+from ssebench.swebench.markers import hidden_test_command, script_test_command
+from ssebench.swebench.package import parser_registry
+from ssebench.swebench.specs import Spec, find_spec
+from ssebench.tasks.dataset import DATASET_FILE, load_dataset, write_manifest
+from ssebench.tasks.model import (
+    ENVIRONMENT_FOLDER,
+    HIDDEN_FOLDER,
+    LANGUAGES,
+    REFERENCE_PATCH,
+    SOURCE_FOLDER,
+    TASK_FILE,
+)
+
+# Where the project lives in the container: where the official images keep it.
+SOURCE_DIR = "/testbed"
+DESCRIPTION_CHARS = 120
+# Appended to a 5.x instance's own Dockerfile: the case layer is built on it as root
+# and makes the source folder's single base commit itself, so a clone's history (which
+# holds the fix) must not stay in the image.
+OWN_DOCKERFILE_FOOTER = f"""
+# Added by `ssebench dataset import swebench`: the case layer, built on this image as
+# root, makes {SOURCE_DIR} one base commit; the history of a clone must not stay.
+USER root
+RUN rm -rf {SOURCE_DIR}/.git
+"""
+GIT_IDENTITY = ("-c", "user.name=ssebench", "-c", "user.email=ssebench@localhost")
+
+
+class InstanceSkipped(Exception):
+    """An instance that cannot be imported; its message is the one-line reason."""
+
+
+@dataclass
+class ImportReport:
+    imported: list[tuple[str, str]] = field(default_factory=list)  # (instance, task ID)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def task_id_for(instance_id: str) -> str:
+    """A task ID ([a-z0-9-], at most 48) for an instance ID such as owner__repo-1234."""
+    text = re.sub(r"[^a-z0-9]+", "-", instance_id.lower()).strip("-")
+    if len(text) > 48:
+        text = text[-48:].strip("-")
+    return text or "instance"
+
+
+def find_clone(repos: Path, repo: str) -> Path | None:
+    """The local clone (or bare mirror) of OWNER/NAME under repos, by the usual layouts:
+    OWNER__NAME, OWNER/NAME or NAME, each with or without .git."""
+    owner, name = repo.split("/", 1)
+    for base in (f"{owner}__{name}", f"{owner}/{name}", name):
+        for candidate in (repos / base, repos / f"{base}.git"):
+            if candidate.is_dir():
+                return candidate
+    return None
+
+
+def _git(
+    args: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
+    try:
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env=environment,
+            input=stdin,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise UserError("git is not installed (not on PATH); the import needs it") from None
+
+
+def _last_line(completed: subprocess.CompletedProcess[bytes]) -> str:
+    lines = completed.stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else f"exit status {completed.returncode}"
+
+
+def export_tree(clone: Path, commit: str, dest: Path) -> None:
+    """Write the tree of commit into dest (no .git), with a private index so the clone
+    is not touched and export-ignore attributes do not apply."""
+    found = _git(["-C", str(clone), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"])
+    if found.returncode != 0:
+        raise InstanceSkipped(f"base_commit {commit} is not in the clone {clone}")
+    git_dir = _git(["-C", str(clone), "rev-parse", "--absolute-git-dir"]).stdout.decode().strip()
+    dest.mkdir(parents=True)
+    with tempfile.TemporaryDirectory(prefix="ssebench-index-") as scratch:
+        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+        base = ["--git-dir", git_dir, "--work-tree", str(dest)]
+        for step in (["read-tree", commit], ["checkout-index", "--all", "--force"]):
+            completed = _git([*base, *step], env=env)
+            if completed.returncode != 0:
+                raise InstanceSkipped(f"git {step[0]} of {commit} failed: {_last_line(completed)}")
+
+
+def hidden_files(tree: Path, instance: Instance, hidden: Path) -> list[str]:
+    """Check that patch and test_patch apply to tree, and copy the files the test_patch
+    adds or changes, as they are after it, into hidden. Returns their paths."""
+    with tempfile.TemporaryDirectory(prefix="ssebench-import-") as scratch:
+        work = Path(scratch) / "tree"
+        shutil.copytree(tree, work, symlinks=True)
+        for args in (
+            ["init", "-q"],
+            ["add", "-A", "-f"],
+            [*GIT_IDENTITY, "commit", "-q", "--no-verify", "-m", "base"],
+        ):
+            completed = _git(args, cwd=work)
+            if completed.returncode != 0:
+                raise InstanceSkipped(f"cannot stage the tree: {_last_line(completed)}")
+        checked = _git(["apply", "--check", "-"], cwd=work, stdin=instance.patch.encode())
+        if checked.returncode != 0:
+            raise InstanceSkipped(
+                f"the patch does not apply at base_commit ({_last_line(checked)})"
+            )
+        applied = _git(["apply", "-"], cwd=work, stdin=instance.test_patch.encode())
+        if applied.returncode != 0:
+            raise InstanceSkipped(
+                f"the test_patch does not apply at base_commit ({_last_line(applied)})"
+            )
+        _git(["add", "-A", "-f"], cwd=work)
+        status = _git(["diff", "--cached", "--name-status", "--no-renames", "-z"], cwd=work)
+        fields = status.stdout.decode().split("\0")
+        paths = []
+        for kind, path in zip(fields[0::2], fields[1::2], strict=False):
+            if kind == "D":
+                raise InstanceSkipped(
+                    f"the test_patch deletes {path}, which an overlay of hidden tests cannot do"
+                )
+            source = work / path
+            if source.is_symlink() or not source.is_file():
+                raise InstanceSkipped(f"the test_patch makes {path} something other than a file")
+            target = hidden / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            paths.append(path)
+        if not paths:
+            raise InstanceSkipped("the test_patch changes no file")
+        return paths
+
+
+def language_of(log_parser: str) -> str:
+    """The task's language from the module of the package's log parser."""
+    module = getattr(parser_registry()[log_parser], "__module__", "")
+    language = module.rsplit(".", 1)[-1]
+    return language if language in LANGUAGES else "shell"
+
+
+def _description(problem_statement: str) -> str:
+    for line in problem_statement.splitlines():
+        line = line.strip().lstrip("#").strip()
+        if line:
+            return line if len(line) <= DESCRIPTION_CHARS else line[: DESCRIPTION_CHARS - 3] + "..."
+    return ""
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Writes multi-line strings as literal blocks, so task.yaml stays readable."""
+
+
+def _represent_text(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_BlockDumper.add_representer(str, _represent_text)
+
+
+@dataclass(frozen=True)
+class Build:
+    """How an instance's environment is built and its tests are run."""
+
+    dockerfile: str
+    test_command: str
+    log_parser: str
+    eval_type: str
+
+
+def build_for(instance: Instance, specs: list[Spec], test_files: list[str]) -> Build:
+    """The instance's own build (5.x) or its specification's; InstanceSkipped if neither."""
+    if instance.has_own_build:
+        assert instance.dockerfile is not None and instance.eval_script is not None
+        if instance.log_parser is None:
+            raise InstanceSkipped("it has a dockerfile and eval_script but no log_parser")
+        command = script_test_command(instance.eval_script)
+        if command is None:
+            raise InstanceSkipped(
+                "its eval_script has no test command between the "
+                "': '>>>>> Start Test Output'' and ': '>>>>> End Test Output'' markers"
+            )
+        return Build(
+            instance.dockerfile.rstrip("\n") + "\n" + OWN_DOCKERFILE_FOOTER,
+            command,
+            instance.log_parser,
+            instance.eval_type,
+        )
+    spec = find_spec(specs, instance.repo, instance.version)
+    if spec is None:
+        hint = "add one to --specs FILE" if specs else "pass --specs FILE with one"
+        raise InstanceSkipped(
+            f"it has no dockerfile/eval_script of its own and there is no install "
+            f"specification for {instance.repo} version {instance.version}; {hint}"
+        )
+    command = f"{spec.test_cmd} {' '.join(shlex.quote(path) for path in test_files)}"
+    return Build(spec.dockerfile(), command, instance.log_parser or spec.log_parser, spec.eval_type)
+
+
+def write_task(folder: Path, instance: Instance, clone: Path, specs: list[Spec]) -> None:
+    """Write the task folder of one instance (folder must not exist)."""
+    folder.mkdir(parents=True)
+    tree = folder / SOURCE_FOLDER
+    export_tree(clone, instance.base_commit, tree)
+    test_files = hidden_files(tree, instance, folder / HIDDEN_FOLDER)
+    build = build_for(instance, specs, test_files)
+    if build.log_parser not in parser_registry():
+        raise InstanceSkipped(f"the swebench package has no log parser {build.log_parser!r}")
+    environment = folder / ENVIRONMENT_FOLDER
+    environment.mkdir()
+    (environment / "Dockerfile").write_text(build.dockerfile, encoding="utf-8")
+    (folder / REFERENCE_PATCH).write_text(instance.patch, encoding="utf-8")
+    task: dict[str, Any] = {
+        "id": folder.name,
+        "project": instance.repo_name,
+        "language": language_of(build.log_parser),
+        "description": _description(instance.problem_statement),
+        "source_dir": SOURCE_DIR,
+        "grader": "swebench",
+        "prompt": instance.problem_statement.rstrip() + "\n",
+        # The instance's tests are all graded in the hidden step, by the package.
+        "build": "true",
+        "test": "true",
+        "hidden_test": hidden_test_command(build.test_command),
+    }
+    (folder / TASK_FILE).write_text(
+        yaml.dump(task, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=1000),
+        encoding="utf-8",
+    )
+    grading = {
+        "instance_id": instance.instance_id,
+        "repo": instance.repo,
+        "version": instance.version,
+        "base_commit": instance.base_commit,
+        "FAIL_TO_PASS": list(instance.fail_to_pass),
+        "PASS_TO_PASS": list(instance.pass_to_pass),
+        "log_parser": build.log_parser,
+        "eval_type": build.eval_type,
+        "test_files": test_files,
+    }
+    (folder / GRADING_FILE).write_text(json.dumps(grading, indent=2) + "\n", encoding="utf-8")
+
+
+def import_instances(
+    instances_file: Path,
+    out: Path,
+    *,
+    repos: Path | None,
+    specs: list[Spec],
+    wanted: Sequence[str] = (),
+    name: str | None = None,
+    clone_from: str | None = None,
+) -> ImportReport:
+    """Import the instances of a JSONL file into the dataset folder out (made or
+    updated: an imported task's folder is replaced). A repository without a clone
+    under repos is cloned there from clone_from ({repo} is OWNER/NAME), if given.
+    Raises UserError for a problem of the whole import; an instance's problem skips it
+    (in the report)."""
+    parser_registry()  # the package is needed: say so before anything is written
+    if clone_from is not None and "{repo}" not in clone_from:
+        raise UserError("--clone-from must contain {repo}, e.g. https://HOST/{repo}.git")
+    if clone_from is not None and repos is None:
+        raise UserError("--clone-from needs --repos DIR: the folder the clones go into")
+    if repos is not None and not repos.is_dir():
+        raise UserError(f"--repos {repos}: no such folder; pass the folder of the clones")
+    out.mkdir(parents=True, exist_ok=True)
+    report = ImportReport()
+    seen: dict[str, str] = {}
+    found: set[str] = set()
+    for entry in read_instances(instances_file):
+        if wanted and entry.instance_id not in wanted:
+            continue
+        found.add(entry.instance_id)
+        if isinstance(entry, Skipped):
+            report.skipped.append(entry)
+            continue
+        task_id = task_id_for(entry.instance_id)
+        if task_id in seen:
+            report.skipped.append(
+                Skipped(entry.instance_id, f"its task ID {task_id} is {seen[task_id]}'s too")
+            )
+            continue
+        try:
+            clone = _clone_of(entry, repos, clone_from)
+            folder = out / task_id
+            if folder.exists():
+                shutil.rmtree(folder)
+            try:
+                write_task(folder, entry, clone, specs)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+        except InstanceSkipped as reason:
+            report.skipped.append(Skipped(entry.instance_id, str(reason)))
+            continue
+        seen[task_id] = entry.instance_id
+        report.imported.append((entry.instance_id, task_id))
+    for missing in sorted(set(wanted) - found):
+        report.skipped.append(Skipped(missing, f"not in {instances_file}"))
+    if report.imported:
+        dataset_file = out / DATASET_FILE
+        if not dataset_file.exists():
+            dataset_name = name or task_id_for(out.resolve().name)
+            dataset_file.write_text(
+                yaml.safe_dump(
+                    {
+                        "name": dataset_name,
+                        "version": 1,
+                        "description": f"Imported from {instances_file.name}",
+                    },
+                    sort_keys=False,
+                ),
+                encoding="utf-8",
+            )
+        write_manifest(load_dataset(out))
+    return report
+
+
+def _clone_of(instance: Instance, repos: Path | None, clone_from: str | None) -> Path:
+    if repos is None:
+        raise InstanceSkipped(
+            f"no clone of {instance.repo}: pass --repos DIR with a clone of it "
+            f"(DIR/{instance.repo.replace('/', '__')})"
+        )
+    clone = find_clone(repos, instance.repo)
+    if clone is None and clone_from is not None:
+        clone = mirror(repos, instance.repo, clone_from)
+    if clone is None:
+        raise InstanceSkipped(
+            f"no clone of {instance.repo} under {repos} "
+            f"(looked for {instance.repo.replace('/', '__')}, {instance.repo}, "
+            f"{instance.repo_name}); pass --clone-from URL to clone it"
+        )
+    return clone
+
+
+def mirror(repos: Path, repo: str, clone_from: str) -> Path:
+    """Clone OWNER/NAME from the clone_from template ({repo} is OWNER/NAME) into
+    repos/OWNER__NAME.git, a bare mirror that later imports find. InstanceSkipped when
+    the clone fails."""
+    url = clone_from.replace("{repo}", repo)
+    target = repos / f"{repo.replace('/', '__')}.git"
+    completed = _git(["clone", "--mirror", "--quiet", "--", url, str(target)])
+    if completed.returncode != 0:
+        shutil.rmtree(target, ignore_errors=True)
+        raise InstanceSkipped(f"cloning {url} failed: {_last_line(completed)}")
+    return target

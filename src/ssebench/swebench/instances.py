@@ -1,0 +1,159 @@
+"""SWE-bench-format instances: reading a JSONL file and checking each instance.
+
+An instance is one JSON object per line with the fields of the official datasets
+(REQUIRED_FIELDS). A 5.x instance also carries its own build and test (`dockerfile`,
+`eval_script`, `log_parser`, optional `eval_type`); a classic one does not, and needs
+an install specification (specs.py). A line that is not an object, or an object that
+lacks a field, is a Skipped entry with one line saying why, never an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ssebench.errors import UserError
+
+REQUIRED_FIELDS = (
+    "instance_id",
+    "repo",
+    "base_commit",
+    "patch",
+    "test_patch",
+    "problem_statement",
+    "FAIL_TO_PASS",
+    "PASS_TO_PASS",
+    "version",
+)
+# A 5.x instance carries these three; with all of them it needs no specification.
+OWN_BUILD_FIELDS = ("dockerfile", "eval_script", "log_parser")
+EVAL_TYPES = ("pass_and_fail", "fail_only")
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One instance, its fields checked and its test lists parsed."""
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    patch: str
+    test_patch: str
+    problem_statement: str
+    fail_to_pass: tuple[str, ...]
+    pass_to_pass: tuple[str, ...]
+    version: str
+    dockerfile: str | None
+    eval_script: str | None
+    log_parser: str | None
+    eval_type: str
+
+    @property
+    def has_own_build(self) -> bool:
+        return self.dockerfile is not None and self.eval_script is not None
+
+    @property
+    def repo_name(self) -> str:
+        return self.repo.split("/", 1)[1]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An instance that is not imported, and why (one line)."""
+
+    instance_id: str
+    reason: str
+
+    def line(self) -> str:
+        return f"skipped {self.instance_id}: {self.reason}"
+
+
+def _test_list(value: Any) -> tuple[str, ...] | None:
+    """FAIL_TO_PASS / PASS_TO_PASS: a list of strings, or (as the published datasets
+    store them) a JSON string of one; None when it is neither."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    return None
+
+
+def _optional_text(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def check_instance(data: Any, line_number: int) -> Instance | Skipped:
+    """An Instance from one parsed JSON line, or why it cannot be one."""
+    if not isinstance(data, dict):
+        return Skipped(f"line {line_number}", "not a JSON object")
+    name = data.get("instance_id")
+    label = name if isinstance(name, str) and name.strip() else f"line {line_number}"
+    missing = [key for key in REQUIRED_FIELDS if key not in data or data[key] is None]
+    if missing:
+        return Skipped(label, f"the field {missing[0]} is missing")
+    for key in ("instance_id", "repo", "base_commit", "patch", "test_patch"):
+        if not isinstance(data[key], str) or not data[key].strip():
+            return Skipped(label, f"the field {key} must be a non-empty string")
+    if not isinstance(data["problem_statement"], str):
+        return Skipped(label, "the field problem_statement must be a string")
+    if not _REPO.match(data["repo"]):
+        return Skipped(label, f"the field repo must be OWNER/NAME, not {data['repo']!r}")
+    if not _COMMIT.match(data["base_commit"]):
+        return Skipped(label, "the field base_commit must be a hexadecimal commit ID")
+    tests = {key: _test_list(data[key]) for key in ("FAIL_TO_PASS", "PASS_TO_PASS")}
+    for key, value in tests.items():
+        if value is None:
+            return Skipped(label, f"the field {key} must be a list of test names")
+    if not tests["FAIL_TO_PASS"]:
+        return Skipped(label, "FAIL_TO_PASS is empty: nothing would tell a fix apart")
+    eval_type = data.get("eval_type") or "pass_and_fail"
+    if eval_type not in EVAL_TYPES:
+        return Skipped(label, f"the field eval_type must be one of {', '.join(EVAL_TYPES)}")
+    version = data["version"]
+    if not isinstance(version, (str, int, float)) or isinstance(version, bool):
+        return Skipped(label, "the field version must be a string")
+    return Instance(
+        instance_id=data["instance_id"],
+        repo=data["repo"],
+        base_commit=data["base_commit"],
+        patch=data["patch"],
+        test_patch=data["test_patch"],
+        problem_statement=data["problem_statement"],
+        fail_to_pass=tests["FAIL_TO_PASS"] or (),
+        pass_to_pass=tests["PASS_TO_PASS"] or (),
+        version=str(version),
+        dockerfile=_optional_text(data, "dockerfile"),
+        eval_script=_optional_text(data, "eval_script"),
+        log_parser=_optional_text(data, "log_parser"),
+        eval_type=eval_type,
+    )
+
+
+def read_instances(path: Path) -> Iterator[Instance | Skipped]:
+    """Every instance of a JSONL file, in order. Raises UserError when the file cannot
+    be read; a bad line is a Skipped entry."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file; pass a JSONL file of instances") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"{path}: cannot be read ({error}); pass a UTF-8 JSONL file") from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            yield Skipped(f"line {number}", "not valid JSON")
+            continue
+        yield check_instance(data, number)
