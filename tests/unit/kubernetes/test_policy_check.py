@@ -3,12 +3,15 @@ cluster (tests/kubernetes/test_policy_check_kubernetes.py runs it on one)."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
+from ssebench import labels
 from ssebench.backends.kubernetes import manifests, policy_check
 from ssebench.backends.kubernetes.config import KubernetesSettings
 
@@ -17,11 +20,15 @@ def test_probe_pods_are_labelled_bounded_and_unprivileged() -> None:
     settings = KubernetesSettings(namespace="runs", runtime_class="gvisor")
     pod = policy_check.probe_pod("ab12", "client", "img:1", ["10.0.0.9", "4264"], settings)
     assert pod["metadata"]["name"] == "ssebench-probe-ab12-client"
-    assert pod["metadata"]["labels"] == {
-        manifests.MANAGED_BY: manifests.MANAGED_BY_VALUE,
-        policy_check.PROBE_LABEL: "ab12",
-        f"{policy_check.PROBE_LABEL}-role": "client",
-    }
+    found = {**pod["metadata"].get("annotations", {}), **pod["metadata"]["labels"]}
+    assert found[manifests.MANAGED_BY] == manifests.MANAGED_BY_VALUE
+    assert found[policy_check.PROBE_LABEL] == "ab12"
+    assert found[f"{policy_check.PROBE_LABEL}-role"] == "client"
+    # What prune needs to tell a leftover of a killed process from a probe under way.
+    assert found[labels.RUNNER_PID] == str(os.getpid())
+    assert found[labels.RUNNER_HOST] == socket.gethostname()
+    assert 0 < int(found[labels.DEADLINE]) - time.time() <= policy_check.POD_SECONDS
+    assert labels.abandoned_reason(found, now=time.time(), host=socket.gethostname()) is None
     spec = pod["spec"]
     assert spec["activeDeadlineSeconds"] == policy_check.POD_SECONDS
     assert spec["automountServiceAccountToken"] is False

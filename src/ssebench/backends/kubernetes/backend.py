@@ -809,7 +809,7 @@ class KubernetesBackend(Backend):
     def remove_abandoned(self, now: float, host: str) -> list[str]:
         """Pods of a NetworkPolicy probe whose process was killed during it (their
         policies go with them)."""
-        removed = policy_check.remove_leftovers(self.settings, now)
+        removed = policy_check.remove_leftovers(self.settings, now, host)
         return [f"probe pod {name}" for name in removed]
 
     # -- finding runs ----------------------------------------------------------------

@@ -9,10 +9,11 @@ connect; where it is ignored, it connects. The probe reaches nothing but its own
 pod: no Service, no name, no address outside the cluster.
 
 Bounded: the pods have a short activeDeadlineSeconds and the probe gives up after
-START_SECONDS + CLIENT_SECONDS. Its objects carry app.kubernetes.io/managed-by=ssebench
-and ssebench.probe, the policy is owned by the target pod, and the pods are deleted at
-the end, which removes the policy with them; prune removes probe pods that a killed
-process left (remove_leftovers). The answer is kept per process, for each kubeconfig
+START_SECONDS + CLIENT_SECONDS. Its objects carry app.kubernetes.io/managed-by=ssebench,
+ssebench.probe and, as a run's do, the process that made them and their deadline; the
+policy is owned by the target pod, and the pods are deleted at the end, which removes
+the policy with them. Prune removes the probe pods of a process killed during a probe
+(remove_leftovers). The answer is kept per process, for each kubeconfig
 and namespace, so the runs of one evaluation share one probe.
 
 The pods run `python3 -c` in the image they are given: every run image has Python,
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +33,7 @@ from typing import Any
 
 from ssebench.backends.kubernetes import manifests
 from ssebench.backends.kubernetes.config import KubernetesSettings
+from ssebench.labels import DEADLINE, RUNNER_HOST, RUNNER_PID, abandoned_reason
 
 PROBE_LABEL = "ssebench.probe"
 PROBE_PORT = 4264
@@ -105,12 +108,18 @@ def verdict(outcomes: list[str]) -> PolicyCheck:
     return PolicyCheck(None, f"the probe's attempts disagree: {' '.join(outcomes)}")
 
 
-def _labels(probe: str, role: str) -> dict[str, str]:
-    return {
-        manifests.MANAGED_BY: manifests.MANAGED_BY_VALUE,
-        PROBE_LABEL: probe,
-        f"{PROBE_LABEL}-role": role,
-    }
+def _labels(probe: str, role: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(labels, annotations) of a probe's object: which probe, and, as on a run, the
+    process that made it and when it ends, so prune can tell a leftover."""
+    return manifests.split_labels(
+        {
+            PROBE_LABEL: probe,
+            f"{PROBE_LABEL}-role": role,
+            DEADLINE: str(int(time.time()) + POD_SECONDS),
+            RUNNER_HOST: socket.gethostname(),
+            RUNNER_PID: str(os.getpid()),
+        }
+    )
 
 
 def probe_pod(
@@ -121,7 +130,7 @@ def probe_pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": manifests.metadata(f"ssebench-probe-{probe}-{role}", _labels(probe, role), {}),
+        "metadata": manifests.metadata(f"ssebench-probe-{probe}-{role}", *_labels(probe, role)),
         "spec": {
             **manifests.pod_hardening(settings),
             "terminationGracePeriodSeconds": 1,
@@ -155,7 +164,7 @@ def deny_all_policy(probe: str, target_name: str, target_uid: str) -> dict[str, 
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": {
-            **manifests.metadata(f"ssebench-probe-{probe}", _labels(probe, "policy"), {}),
+            **manifests.metadata(f"ssebench-probe-{probe}", *_labels(probe, "policy")),
             "ownerReferences": [
                 {"apiVersion": "v1", "kind": "Pod", "name": target_name, "uid": target_uid}
             ],
@@ -293,9 +302,10 @@ def cluster_enforces(settings: KubernetesSettings, image: str) -> PolicyCheck:
         return _answers[key]
 
 
-def remove_leftovers(settings: KubernetesSettings, now: float) -> list[str]:
-    """Delete probe pods (and so their policies) that outlived POD_SECONDS: left by a
-    process killed during a probe. Their names."""
+def remove_leftovers(settings: KubernetesSettings, now: float, host: str) -> list[str]:
+    """Delete the probe pods (and so their policies) that a process killed during a
+    probe left: its process is gone (on this host), or the pods' deadline passed. Their
+    names."""
     from ssebench.backends.kubernetes.backend import _api, _call
 
     api = _api()
@@ -307,8 +317,8 @@ def remove_leftovers(settings: KubernetesSettings, now: float) -> list[str]:
     ).items
     removed = []
     for pod in pods:
-        created = pod.metadata.creation_timestamp
-        if created is None or now - created.timestamp() <= POD_SECONDS:
+        found = {**(pod.metadata.annotations or {}), **(pod.metadata.labels or {})}
+        if abandoned_reason(found, now=now, host=host) is None:
             continue
         _call(
             f"Cannot delete the pod {pod.metadata.name}",
