@@ -712,6 +712,7 @@ def test_notes_print_the_commands(render: RenderFunction) -> None:
     assert "SSEBENCH_K8S_NAMESPACE=ssebench-runs" in notes
     assert "SSEBENCH_K8S_PROXY_URL=http://ssebench-litellm.ssebench.svc:4000" in notes
     assert "app.kubernetes.io/name=litellm,app.kubernetes.io/instance=ssebench" in notes
+    assert "ssebench doctor --backend kubernetes --probe-image ssebench/agent-reference/" in notes
 
 
 def test_every_value_is_documented_in_values_yaml() -> None:

@@ -9,7 +9,7 @@ connect; where it is ignored, it connects. The probe reaches nothing but its own
 pod: no Service, no name, no address outside the cluster.
 
 Bounded: the pods have a short activeDeadlineSeconds and the probe gives up after
-START_SECONDS + CLIENT_SECONDS. Its objects carry app.kubernetes.io/managed-by=ssebench,
+PROBE_SECONDS. Its objects carry app.kubernetes.io/managed-by=ssebench,
 ssebench.probe and, as a run's do, the process that made them and their deadline; the
 policy is owned by the target pod, and the pods are deleted at the end, which removes
 the policy with them. Prune removes the probe pods of a process killed during a probe
@@ -37,10 +37,10 @@ from ssebench.labels import DEADLINE, RUNNER_HOST, RUNNER_PID, abandoned_reason
 
 PROBE_LABEL = "ssebench.probe"
 PROBE_PORT = 4264
-# How long the target waits for a connection, and each pod may live at most.
+# How long each pod may live at most, and the target waits for a connection.
 POD_SECONDS = 60
-START_SECONDS = 30.0
-CLIENT_SECONDS = 20.0
+# The whole probe, pulling and starting its pods included; then it cannot tell.
+PROBE_SECONDS = 45.0
 # The client waits this long before its first attempt: a network plugin programs a new
 # pod's rules a moment after the pod starts.
 SETTLE_SECONDS = 2.0
@@ -217,8 +217,7 @@ class _Probe:
             body,
         )
 
-    def _until(self, condition: Callable[[], Any], seconds: float) -> Any:
-        deadline = time.monotonic() + seconds
+    def _until(self, condition: Callable[[], Any], deadline: float) -> Any:
         while time.monotonic() < deadline:
             found = condition()
             if found:
@@ -227,6 +226,7 @@ class _Probe:
         return None
 
     def run(self) -> PolicyCheck:
+        deadline = time.monotonic() + PROBE_SECONDS
         target = self._create_pod("target", [str(PROBE_PORT), str(POD_SECONDS)])
         names = [target.metadata.name]
         try:
@@ -245,11 +245,11 @@ class _Probe:
                 listening = LISTENING in self._log(target.metadata.name, "target")
                 return str(pod.status.pod_ip) if listening and pod.status.pod_ip else None
 
-            address = self._until(target_listening, START_SECONDS)
+            address = self._until(target_listening, deadline)
             if address is None:
                 return PolicyCheck(
                     None,
-                    f"the probe's pod did not start listening within {START_SECONDS:.0f} s "
+                    f"the probe's pod did not start listening within {PROBE_SECONDS:.0f} s "
                     f"(its image {self.image} must have python3 and be pullable)",
                 )
             arguments = [address, str(PROBE_PORT), str(SETTLE_SECONDS), str(ATTEMPTS)]
@@ -260,7 +260,7 @@ class _Probe:
                 pod = self._read(client.metadata.name)
                 return bool(pod and pod.status and pod.status.phase in ("Succeeded", "Failed"))
 
-            if not self._until(client_done, START_SECONDS + CLIENT_SECONDS):
+            if not self._until(client_done, deadline):
                 return PolicyCheck(None, "the probe's client did not finish in time")
             answer = self._log(client.metadata.name, "client").strip().splitlines()
             outcomes = answer[-1].removeprefix("probe:").split() if answer else []
