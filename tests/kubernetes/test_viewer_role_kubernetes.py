@@ -157,6 +157,7 @@ def test_the_hosted_web_ui_works_with_the_viewer_role_alone(
 ) -> None:
     run_id = kept_run
     as_viewer = {"KUBECONFIG": viewer_kubeconfig}
+    (tmp_path / "viewer-results").mkdir()
     server = start_server(
         tmp_path / "viewer-results",
         tmp_path / "webui.log",
