@@ -176,6 +176,16 @@ def deny_all_policy(probe: str, target_name: str, target_uid: str) -> dict[str, 
     }
 
 
+def _unpullable(pod: Any) -> bool:
+    from ssebench.backends.kubernetes.backend import PULL_ERRORS
+
+    for status in pod.status.container_statuses or []:
+        waiting = status.state.waiting if status.state is not None else None
+        if waiting is not None and waiting.reason in PULL_ERRORS:
+            return True
+    return False
+
+
 class _Probe:
     """One run of the probe in namespace, through the backend's API client."""
 
@@ -218,9 +228,10 @@ class _Probe:
         )
 
     def _until(self, condition: Callable[[], Any], deadline: float) -> Any:
+        """condition()'s first answer that is not None, or None at the deadline."""
         while time.monotonic() < deadline:
             found = condition()
-            if found:
+            if found is not None:
                 return found
             time.sleep(POLL_SECONDS)
         return None
@@ -239,26 +250,33 @@ class _Probe:
             )
 
             def target_listening() -> str | None:
+                """Its address once it listens; "" once it cannot (it ended, or its
+                image cannot be pulled); None while it starts."""
                 pod = self._read(target.metadata.name)
-                if pod is None or pod.status is None or pod.status.phase != "Running":
+                if pod is None or pod.status is None:
+                    return None
+                if pod.status.phase in ("Succeeded", "Failed") or _unpullable(pod):
+                    return ""
+                if pod.status.phase != "Running":
                     return None
                 listening = LISTENING in self._log(target.metadata.name, "target")
                 return str(pod.status.pod_ip) if listening and pod.status.pod_ip else None
 
             address = self._until(target_listening, deadline)
-            if address is None:
+            if not address:
                 return PolicyCheck(
                     None,
-                    f"the probe's pod did not start listening within {PROBE_SECONDS:.0f} s "
-                    f"(its image {self.image} must have python3 and be pullable)",
+                    f"the probe's pod did not listen (within {PROBE_SECONDS:.0f} s): its "
+                    f"image {self.image} must have python3 and be pullable by the nodes",
                 )
             arguments = [address, str(PROBE_PORT), str(SETTLE_SECONDS), str(ATTEMPTS)]
             client = self._create_pod("client", arguments)
             names.append(client.metadata.name)
 
-            def client_done() -> bool:
+            def client_done() -> bool | None:
                 pod = self._read(client.metadata.name)
-                return bool(pod and pod.status and pod.status.phase in ("Succeeded", "Failed"))
+                ended = pod and pod.status and pod.status.phase in ("Succeeded", "Failed")
+                return True if ended else None
 
             if not self._until(client_done, deadline):
                 return PolicyCheck(None, "the probe's client did not finish in time")
