@@ -373,6 +373,9 @@ class ScheduledBackend(Backend):
     def proxy(self) -> ProxyEndpoint | None:
         return self.inner.proxy()
 
+    def egress_enforced(self, image: str) -> bool | None:
+        return self.inner.egress_enforced(image)
+
 
 @dataclass(frozen=True)
 class Counts:

@@ -346,6 +346,16 @@ class Backend(abc.ABC):
         never raises for what is already gone. Does nothing for a run started with keep.
         """
 
+    def egress_enforced(self, image: str) -> bool | None:
+        """Whether this platform applies a run's NetworkPolicy (spec.network) at all:
+        True, False, or None when the backend cannot tell. The runner asks before each
+        run, records the answer in summary.json (config.egress_enforced) and warns when
+        it is False. image is the run's, for a check that needs a container; a check
+        that costs time is made once per process. Raises BackendError when the check
+        itself fails. The default: None.
+        """
+        return None
+
     def remove_abandoned(self, now: float, host: str) -> list[str]:
         """For prune: remove what runs that are gone left behind apart from their
         containers (a Docker run's archive volume), and name it. now is Unix time,

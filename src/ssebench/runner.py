@@ -300,7 +300,9 @@ class Runner:
         readout_failure: str | None = None
         handle: RunHandle | None = None
         timings: dict[str, float] = {}
+        egress_enforced: bool | None = None
         try:
+            egress_enforced = self._egress_enforced(settings, images)
             key = model_session.key if model_session is not None else None
             key_hash = key.hashed if key is not None and key.managed else None
             spec = self._spec(settings, images, run_dir, key_hash)
@@ -341,10 +343,28 @@ class Runner:
             started_at=started_at,
             timings=timings,
             spend=spend,
+            egress_enforced=egress_enforced,
         )
         if failure is not None:
             raise failure
         return RunOutcome(run_dir=run_dir.path, summary=summary)
+
+    def _egress_enforced(self, settings: RunSettings, images: Images) -> bool | None:
+        """Whether the platform applies the run's network policy, as the backend says;
+        said at the start when it does not."""
+        try:
+            enforced = self.backend.egress_enforced(images.run)
+        except SsebenchError as error:
+            self.say(f"warning: cannot tell whether the run's network policy is enforced: {error}")
+            return None
+        if enforced is False:
+            self.say(
+                f"warning: the {self.backend.name} backend's platform does not enforce "
+                f"network policies, so this run's egress ({settings.egress}) is not "
+                "restricted: it reaches whatever the platform's pods reach, the internet "
+                f"included if they do (ssebench doctor --backend {self.backend.name})"
+            )
+        return enforced
 
     def _cleanup(self, handle: RunHandle) -> None:
         try:
@@ -427,9 +447,10 @@ class Runner:
         timings: dict[str, float],
         spend: float | None = None,
         readout_failure: str | None = None,
+        egress_enforced: bool | None = None,
     ) -> dict[str, Any]:
         grade = run_dir.read_result()
-        config = settings.config()
+        config = {**settings.config(), "egress_enforced": egress_enforced}
         # Stopped by this runner's signal, or by anyone else's (`runs stop`, docker
         # stop): the container's grade says so.
         stopped = stopped or (grade is not None and grade.get("stopped") is True)

@@ -490,12 +490,25 @@ def _rules(document: dict[str, Any]) -> list[dict[str, Any]]:
     return document["rules"]  # type: ignore[no-any-return]
 
 
+# What the read-only viewer calls (src/ssebench/webui/ in hosted mode, through the
+# kubernetes backend): list_runs and inspect_run list jobs and pods, logs reads
+# pods/log, endpoint port-forwards to the daemon (kubectl and its supervisor get the
+# pod). Nothing more: tests/kubernetes/test_viewer_role_kubernetes.py shows on a real
+# cluster that the viewer works with exactly this and is refused the rest.
+VIEWER_RULES = [
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["list"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["pods/portforward"], "verbs": ["create", "get"]},
+]
+
+
 def test_role_is_the_one_of_deploy_k8s(render: RenderFunction) -> None:
     reference = {
         item["kind"]: item
         for item in yaml.safe_load_all((REPO / "deploy/k8s/rbac.yaml").read_text())
     }
-    rendered = render({"runs": {"namespace": "ssebench-runs"}})
+    rendered = render({"runs": {"namespace": "ssebench-runs"}, "webui": {"hosted": False}})
     role = rendered.get("Role", "ssebench")
     assert role["metadata"]["namespace"] == "ssebench-runs"
     assert _rules(role) == _rules(reference["Role"])
@@ -505,6 +518,41 @@ def test_role_is_the_one_of_deploy_k8s(render: RenderFunction) -> None:
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": "ssebench", "namespace": "ssebench"}
     ]
+
+
+def test_hosted_viewer_role_only_reads_and_port_forwards(render: RenderFunction) -> None:
+    rendered = render({"runs": {"namespace": "ssebench-runs"}})  # webui.hosted: true
+    role = rendered.get("Role", "ssebench")
+    assert role["metadata"]["namespace"] == "ssebench-runs"
+    assert _rules(role) == VIEWER_RULES
+    verbs = {
+        (resource, verb)
+        for rule in _rules(role)
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    # The one verb that is not a read is the port-forward to the runs' daemons.
+    assert {pair for pair in verbs if pair[1] not in ("get", "list")} == {
+        ("pods/portforward", "create")
+    }
+    binding = rendered.get("RoleBinding", "ssebench")
+    assert binding["roleRef"]["name"] == "ssebench"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "ssebench", "namespace": "ssebench"}
+    ]
+    assert "Its Role in ssebench-runs only reads" in rendered.notes
+
+
+def test_notes_on_the_runs_namespace(render: RenderFunction) -> None:
+    apart = render({"runs": {"namespace": "ssebench-runs"}, "webui": {"hosted": False}}).notes
+    assert "WARNING" not in apart and "Prefer a namespace of their own" not in apart
+    assert "pods/exec runs commands in every pod of ssebench-runs" in apart
+    launcher_here = render({"webui": {"hosted": False}}).notes
+    assert "WARNING: runs.namespace is the release's namespace (ssebench)" in launcher_here
+    assert "--set runs.namespace=ssebench-runs" in launcher_here
+    viewer_here = render().notes
+    assert "WARNING" not in viewer_here
+    assert "Prefer a namespace of their own (runs.namespace)" in viewer_here
 
 
 def test_rbac_create_false(render: RenderFunction) -> None:
@@ -664,6 +712,7 @@ def test_notes_print_the_commands(render: RenderFunction) -> None:
     assert "SSEBENCH_K8S_NAMESPACE=ssebench-runs" in notes
     assert "SSEBENCH_K8S_PROXY_URL=http://ssebench-litellm.ssebench.svc:4000" in notes
     assert "app.kubernetes.io/name=litellm,app.kubernetes.io/instance=ssebench" in notes
+    assert "ssebench doctor --backend kubernetes --probe-image ssebench/agent-reference/" in notes
 
 
 def test_every_value_is_documented_in_values_yaml() -> None:

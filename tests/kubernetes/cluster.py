@@ -68,7 +68,7 @@ class Cluster:
         return [line for line in done.stdout.splitlines() if line.strip()]
 
 
-def _service_account_token(admin_kubeconfig: str, namespace: str) -> str:
+def _service_account_token(admin_kubeconfig: str, namespace: str, account: str) -> str:
     """A token of the ServiceAccount: TokenRequest where the server has it, else the
     token Secret that clusters before 1.24 make for every account."""
     requested = subprocess.run(
@@ -78,7 +78,7 @@ def _service_account_token(admin_kubeconfig: str, namespace: str) -> str:
             admin_kubeconfig,
             "create",
             "token",
-            SERVICE_ACCOUNT,
+            account,
             "-n",
             namespace,
             "--duration",
@@ -112,7 +112,7 @@ def _service_account_token(admin_kubeconfig: str, namespace: str) -> str:
             annotations = item["metadata"].get("annotations") or {}
             if (
                 item.get("type") == "kubernetes.io/service-account-token"
-                and annotations.get("kubernetes.io/service-account.name") == SERVICE_ACCOUNT
+                and annotations.get("kubernetes.io/service-account.name") == account
                 and item.get("data", {}).get("token")
             ):
                 return base64.b64decode(item["data"]["token"]).decode()
@@ -120,7 +120,11 @@ def _service_account_token(admin_kubeconfig: str, namespace: str) -> str:
     raise AssertionError(f"no token for the ServiceAccount: {requested.stderr.strip()}")
 
 
-def _service_account_kubeconfig(admin_kubeconfig: str, namespace: str, folder: Path) -> Path:
+def service_account_kubeconfig(
+    admin_kubeconfig: str, namespace: str, folder: Path, account: str = SERVICE_ACCOUNT
+) -> Path:
+    """A kubeconfig (mode 0600, in folder) that is the ServiceAccount account of
+    namespace, by its token, on the cluster of admin_kubeconfig."""
     view = subprocess.run(
         [
             "kubectl",
@@ -140,21 +144,21 @@ def _service_account_kubeconfig(admin_kubeconfig: str, namespace: str, folder: P
         check=True,
     )
     cluster = json.loads(view.stdout)["clusters"][0]["cluster"]
-    token = _service_account_token(admin_kubeconfig, namespace)
+    token = _service_account_token(admin_kubeconfig, namespace, account)
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "test", "cluster": cluster}],
-        "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
+        "users": [{"name": account, "user": {"token": token}}],
         "contexts": [
             {
                 "name": "test",
-                "context": {"cluster": "test", "user": SERVICE_ACCOUNT, "namespace": namespace},
+                "context": {"cluster": "test", "user": account, "namespace": namespace},
             }
         ],
         "current-context": "test",
     }
-    path = folder / "service-account.kubeconfig"
+    path = folder / f"{account}.kubeconfig"
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(descriptor, "w") as file:
         json.dump(config, file)
@@ -197,7 +201,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     setup.admin("create", "namespace", NAMESPACE)
     try:
         setup.admin("apply", "-n", NAMESPACE, "-f", str(ROOT / "deploy" / "k8s" / "rbac.yaml"))
-        kubeconfig = str(_service_account_kubeconfig(admin_kubeconfig, NAMESPACE, folder))
+        kubeconfig = str(service_account_kubeconfig(admin_kubeconfig, NAMESPACE, folder))
         saved = {
             name: os.environ.get(name)
             for name in (

@@ -22,14 +22,15 @@ pytestmark = pytest.mark.kubernetes
 K8S = ("--backend", "kubernetes")
 
 
-def finished_run(results: Path, agent: str, *extra: str) -> tuple[Path, dict[str, object]]:
+def finished_run(results: Path, agent: str, *extra: str) -> tuple[Path, dict[str, object], str]:
+    """The run directory, summary and what ssebench said (stderr) of a run."""
     arguments = run_arguments(PILOT_DATASET, TASK, agent, new_run_id(agent), results, *extra)
     done = ssebench(*arguments, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     status, run_dir = last_line_verdict(done.stdout)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == status
-    return run_dir, summary
+    return run_dir, summary, done.stderr
 
 
 def relative_files(folder: Path) -> set[str]:
@@ -66,20 +67,27 @@ def test_the_suite_runs_as_the_service_account(cluster: Cluster) -> None:
 def test_reference_run_passes_with_the_same_files_as_on_docker(
     cluster: Cluster, tmp_path: Path
 ) -> None:
-    run_dir, summary = finished_run(tmp_path / "k8s", "reference", *K8S, "--prebuilt")
+    run_dir, summary, said = finished_run(tmp_path / "k8s", "reference", *K8S, "--prebuilt")
     assert summary["status"] == "passed", summary
+    # The local cluster does not enforce NetworkPolicy: the run says so before it
+    # starts, and records it (the probe itself: test_policy_check_kubernetes.py).
+    assert summary["config"]["egress_enforced"] is False  # type: ignore[index]
+    warning = "does not enforce network policies, so this run's egress (restricted)"
+    assert warning in said and said.index(warning) < said.index(f"run {summary['run_id']}: passed")
     assert summary["exit_code"] == 0
     assert (run_dir / "final.patch").read_text() == (run_dir / "reference.patch").read_text()
     dialog = (run_dir / "archive" / "dialog.jsonl").read_text().splitlines()
     assert dialog and all({"seq", "ts", "type"} <= set(json.loads(line)) for line in dialog)
     assert nothing_left(cluster, summary["run_id"])  # type: ignore[arg-type]
-    docker_dir, docker_summary = finished_run(tmp_path / "docker", "reference")
+    docker_dir, docker_summary, said = finished_run(tmp_path / "docker", "reference")
     assert docker_summary["status"] == "passed"
+    assert docker_summary["config"]["egress_enforced"] is True  # type: ignore[index]
+    assert "network policies" not in said
     assert relative_files(run_dir) == relative_files(docker_dir)
 
 
 def test_dummy_run_fails(cluster: Cluster, tmp_path: Path) -> None:
-    _, summary = finished_run(tmp_path, "dummy", *K8S, "--prebuilt")
+    _, summary, _ = finished_run(tmp_path, "dummy", *K8S, "--prebuilt")
     assert summary["status"] == "failed"
     assert summary["error_msg"] == "Hidden test failed"
 

@@ -196,3 +196,50 @@ def test_env_never_reaches_files_or_output(tmp_path: Path) -> None:
     for file in outcome.run_dir.rglob("*"):
         if file.is_file():
             assert SENTINEL not in file.read_text(errors="replace"), file
+
+
+class UnenforcingBackend(RecordingBackend):
+    """A platform that says it does not apply network policies (or cannot tell)."""
+
+    def __init__(self, answer: bool | BaseException | None) -> None:
+        super().__init__()
+        self.answer = answer
+        self.asked_with: list[str] = []
+
+    def egress_enforced(self, image: str) -> bool | None:
+        self.asked_with.append(image)
+        self.calls.append("egress_enforced")
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "recorded", "said"),
+    [
+        (False, False, "does not enforce network policies"),
+        (True, True, None),
+        (None, None, None),
+        (BackendError("403 Forbidden: pods"), None, "cannot tell whether"),
+    ],
+)
+def test_whether_egress_is_enforced_is_said_and_recorded(
+    tmp_path: Path, answer: bool | BaseException | None, recorded: bool | None, said: str | None
+) -> None:
+    backend = UnenforcingBackend(answer)
+    out = io.StringIO()
+    runner = Runner(backend, out=out)
+    run_settings = settings(tmp_path, agent="dummy")
+    images = runner.prepare(run_settings)
+    outcome = runner.run(run_settings, images)
+    assert backend.asked_with == [images.run]
+    assert outcome.summary["config"]["egress_enforced"] is recorded  # type: ignore[index]
+    result = read(outcome.run_dir / "result.json")
+    assert result["config"]["egress_enforced"] is recorded  # type: ignore[index]
+    warnings = [line for line in out.getvalue().splitlines() if "warning:" in line]
+    if said is None:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1 and said in warnings[0], warnings
+    # Asked (and said) before the run starts, so the operator can stop it.
+    assert backend.calls.index("egress_enforced") < backend.calls.index("start")

@@ -1076,6 +1076,11 @@ class DockerBackend(Backend):
                 run_id=run_id,
             )
 
+    def egress_enforced(self, image: str) -> bool | None:
+        # Restricted runs are on an internal network, which dockerd itself enforces;
+        # open ones are refused where their firewall rules cannot be installed.
+        return True
+
     def remove_abandoned(self, now: float, host: str) -> list[str]:
         """What runs that are gone left: their networks and firewall rules
         (docker_network.prune), and their archive volumes."""

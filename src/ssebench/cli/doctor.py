@@ -80,10 +80,44 @@ def docker_checks() -> list[Check]:
     return checks
 
 
-def kubernetes_checks() -> list[Check]:
+def network_policy_check(probe_image: str | None) -> Check:
+    """Whether the cluster enforces NetworkPolicy, by a short probe in the runs'
+    namespace (backends/kubernetes/policy_check.py)."""
+    name = "network policy"
+    if not probe_image:
+        return Check(
+            name,
+            False,
+            False,
+            "not checked: the probe needs an image with python3 that the nodes can pull",
+            "ssebench doctor --backend kubernetes --probe-image IMAGE (any run image)",
+        )
+    from ssebench.backends.kubernetes import policy_check
+    from ssebench.backends.kubernetes.config import KubernetesSettings
+
+    try:
+        settings = KubernetesSettings.from_environment()
+        found = policy_check.cluster_enforces(settings, probe_image)
+    except SsebenchError as error:
+        return Check(name, False, False, f"the probe failed: {error}")
+    where = f"namespace {settings.namespace}: "
+    if found.enforced:
+        return Check(name, True, False, where + found.detail)
+    return Check(
+        name,
+        False,
+        False,
+        where + found.detail,
+        "install a network plugin that enforces NetworkPolicy (Calico, Cilium, your cloud's)"
+        if found.enforced is False
+        else "",
+    )
+
+
+def kubernetes_checks(arguments: argparse.Namespace) -> list[Check]:
     kubectl = shutil.which("kubectl")
     client = importlib.util.find_spec("kubernetes") is not None
-    return [
+    checks = [
         Check(
             "kubectl",
             kubectl is not None,
@@ -99,6 +133,9 @@ def kubernetes_checks() -> list[Check]:
             "" if client else "pip install 'ssebench[kubernetes]'",
         ),
     ]
+    if client:
+        checks.append(network_policy_check(arguments.probe_image))
+    return checks
 
 
 def ports_open_to_all(
@@ -179,8 +216,8 @@ def docker_and_egress_checks() -> list[Check]:
     return [*checks, open_egress_check(status), host_listener_check(status.usable)]
 
 
-BACKEND_CHECKS: dict[str, Callable[[], list[Check]]] = {
-    "docker": docker_and_egress_checks,
+BACKEND_CHECKS: dict[str, Callable[[argparse.Namespace], list[Check]]] = {
+    "docker": lambda arguments: docker_and_egress_checks(),
     "kubernetes": kubernetes_checks,
 }
 
@@ -253,6 +290,12 @@ def register(commands: Any) -> None:
     parser = commands.add_parser("doctor", help="check what runs need on this machine")
     parser.add_argument("--backend", help="as for ssebench run; also $SSEBENCH_BACKEND")
     parser.add_argument("--model", action="store_true", help="also check what model runs need")
+    parser.add_argument(
+        "--probe-image",
+        metavar="IMAGE",
+        help="kubernetes: the image (with python3, pullable by the nodes; any run image) "
+        "of the short probe that checks whether the cluster enforces NetworkPolicy",
+    )
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(handler=doctor_command)
 
@@ -265,7 +308,9 @@ def doctor_command(arguments: argparse.Namespace) -> int:
         checks.append(Check("backend", True, True, name))
     except SsebenchError as error:
         checks.append(Check("backend", False, True, str(error), "ssebench doctor --backend NAME"))
-    checks += BACKEND_CHECKS.get(name, list)()
+    backend_checks = BACKEND_CHECKS.get(name)
+    if backend_checks is not None:
+        checks += backend_checks(arguments)
     if arguments.model:
         checks += model_checks()
     failed = any(check.required and not check.ok for check in checks)

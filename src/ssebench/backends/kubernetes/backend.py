@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench import safe_tar
-from ssebench.backends.kubernetes import execstream, manifests, portforward
+from ssebench.backends.kubernetes import execstream, manifests, policy_check, portforward
 from ssebench.backends.kubernetes.config import KubernetesSettings, is_label_key, is_label_value
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
@@ -800,6 +800,17 @@ class KubernetesBackend(Backend):
             if not remaining & {pod.metadata.name for pod in pods}:
                 break
             time.sleep(0.5)
+
+    # -- the cluster -------------------------------------------------------------------
+
+    def egress_enforced(self, image: str) -> bool | None:
+        return policy_check.cluster_enforces(self.settings, image).enforced
+
+    def remove_abandoned(self, now: float, host: str) -> list[str]:
+        """Pods of a NetworkPolicy probe whose process was killed during it (their
+        policies go with them)."""
+        removed = policy_check.remove_leftovers(self.settings, now, host)
+        return [f"probe pod {name}" for name in removed]
 
     # -- finding runs ----------------------------------------------------------------
 

@@ -1,0 +1,103 @@
+"""The NetworkPolicy probe's objects and its reading of the client's answer, without a
+cluster (tests/kubernetes/test_policy_check_kubernetes.py runs it on one)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ssebench import labels
+from ssebench.backends.kubernetes import manifests, policy_check
+from ssebench.backends.kubernetes.config import KubernetesSettings
+
+
+def test_probe_pods_are_labelled_bounded_and_unprivileged() -> None:
+    settings = KubernetesSettings(namespace="runs", runtime_class="gvisor")
+    pod = policy_check.probe_pod("ab12", "client", "img:1", ["10.0.0.9", "4264"], settings)
+    assert pod["metadata"]["name"] == "ssebench-probe-ab12-client"
+    found = {**pod["metadata"].get("annotations", {}), **pod["metadata"]["labels"]}
+    assert found[manifests.MANAGED_BY] == manifests.MANAGED_BY_VALUE
+    assert found[policy_check.PROBE_LABEL] == "ab12"
+    assert found[f"{policy_check.PROBE_LABEL}-role"] == "client"
+    # What prune needs to tell a leftover of a killed process from a probe under way.
+    assert found[labels.RUNNER_PID] == str(os.getpid())
+    assert found[labels.RUNNER_HOST] == socket.gethostname()
+    assert 0 < int(found[labels.DEADLINE]) - time.time() <= policy_check.POD_SECONDS
+    assert labels.abandoned_reason(found, now=time.time(), host=socket.gethostname()) is None
+    spec = pod["spec"]
+    assert spec["activeDeadlineSeconds"] == policy_check.POD_SECONDS
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["restartPolicy"] == "Never" and spec["runtimeClassName"] == "gvisor"
+    (container,) = spec["containers"]
+    assert container["command"][:2] == ["python3", "-c"]
+    assert container["command"][3:] == ["10.0.0.9", "4264"]
+    context = container["securityContext"]
+    assert context["runAsNonRoot"] is True and context["capabilities"] == {"drop": ["ALL"]}
+    assert context["allowPrivilegeEscalation"] is False
+
+
+def test_the_policy_denies_everything_to_the_probe_and_is_owned_by_its_target() -> None:
+    policy = policy_check.deny_all_policy("ab12", "ssebench-probe-ab12-target", "uid-1")
+    assert policy["spec"] == {
+        "podSelector": {"matchLabels": {policy_check.PROBE_LABEL: "ab12"}},
+        "policyTypes": ["Ingress", "Egress"],
+    }
+    assert policy["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": "ssebench-probe-ab12-target", "uid": "uid-1"}
+    ]
+    assert policy["metadata"]["labels"][manifests.MANAGED_BY] == manifests.MANAGED_BY_VALUE
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "enforced"),
+    [
+        (["connected", "connected", "connected"], False),
+        (["blocked", "blocked", "blocked"], True),
+        (["connected", "blocked", "blocked"], True),  # rules programmed while it tried
+        (["blocked", "connected", "connected"], None),
+        ([], None),
+        (["maybe"], None),
+    ],
+)
+def test_verdict(outcomes: list[str], enforced: bool | None) -> None:
+    assert policy_check.verdict(outcomes).enforced is enforced
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _client(port: int, attempts: int) -> str:
+    arguments = ["127.0.0.1", str(port), "0", str(attempts)]
+    answered = subprocess.run(
+        [sys.executable, "-c", policy_check.CLIENT_SCRIPT, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return answered.stdout.strip()
+
+
+def test_the_scripts_connect_and_find_a_closed_port_blocked() -> None:
+    """The pods' two scripts as the pods run them, here on 127.0.0.1."""
+    port = _free_port()
+    target = subprocess.Popen(
+        [sys.executable, "-c", policy_check.TARGET_SCRIPT, str(port), "20"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert target.stdout is not None
+        assert target.stdout.readline().strip() == policy_check.LISTENING
+        assert _client(port, 2) == "probe: connected connected"
+    finally:
+        target.kill()
+        target.wait()
+    assert _client(port, 1) == "probe: blocked"
