@@ -35,16 +35,23 @@ from typing import ClassVar, Literal
 
 import pytest
 
-from ssebench import labels
-from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
+    AGENT_LABEL,
     ARCHIVE_TARGET,
+    LISTED_RUNS,
+    MODEL_LABEL,
+    RESULTS_LABEL,
     RESULTS_TARGET,
+    RUN_ID_LABEL,
+    TASK_ID_LABEL,
+    WEBUI_LABEL,
     Backend,
+    BackendError,
     Images,
     Mount,
     RunHandle,
     RunSpec,
+    UserError,
 )
 
 ImageKind = Literal["pass", "sleep"]
@@ -116,14 +123,15 @@ class BackendContract:
         (run_dir / "archive").mkdir(parents=True)
         (run_dir / "result.json").touch()
         images = self.images_for(backend, kind)
-        run_labels = labels.run_labels(
-            run_id=run_id,
-            task_id="conformance",
-            model="none",
-            agent=kind,
-            results=str(run_dir),
-            reference_run=False,
-        )
+        # What the runner puts into RunSpec.labels (spec, "Labels").
+        run_labels = {
+            RUN_ID_LABEL: run_id,
+            WEBUI_LABEL: "true",
+            TASK_ID_LABEL: "conformance",
+            MODEL_LABEL: "none",
+            AGENT_LABEL: kind,
+            RESULTS_LABEL: str(run_dir),
+        }
         return RunSpec(
             run_id=run_id,
             task_name="conformance",
@@ -146,7 +154,7 @@ class BackendContract:
         finally:
             backend.stop(handle, 1)
             backend.cleanup(handle)
-            for run in backend.list_runs({labels.RUN_ID: spec.run_id}):
+            for run in backend.list_runs({RUN_ID_LABEL: spec.run_id}):
                 backend.cleanup(run.handle)
 
     def wait_until_running(self, backend: Backend, run_id: str, seconds: float = 60) -> None:
@@ -154,7 +162,7 @@ class BackendContract:
         has printed has also had the time to set up its signal handling."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            runs = backend.list_runs({labels.RUN_ID: run_id})
+            runs = backend.list_runs({RUN_ID_LABEL: run_id})
             if (
                 runs
                 and runs[0].state == "running"
@@ -179,7 +187,7 @@ class BackendContract:
                 backend.cleanup(handle)
             result = json.loads((Path(spec.results.source) / "result.json").read_text())
             assert result["status"] == "passed", result
-            assert backend.list_runs({labels.RUN_ID: spec.run_id}) == []
+            assert backend.list_runs({RUN_ID_LABEL: spec.run_id}) == []
 
     def test_results_in_dest(self, tmp_path: Path) -> None:
         """After collect_results, dest holds the grade and the archive folder."""
@@ -216,7 +224,7 @@ class BackendContract:
             handle = RunHandle(backend=backend.name, run_id=run_id, name=f"ssebench-{run_id}")
             backend.stop(handle, 1)
             backend.cleanup(handle)
-            assert backend.list_runs({labels.RUN_ID: run_id}) == []
+            assert backend.list_runs({RUN_ID_LABEL: run_id}) == []
 
     def test_cleanup_idempotent(self, tmp_path: Path) -> None:
         with self.contract("cleanup_idempotent"):
@@ -227,7 +235,7 @@ class BackendContract:
             backend.wait(handle, 60)
             backend.cleanup(handle)
             backend.cleanup(handle)
-            assert backend.list_runs({labels.RUN_ID: spec.run_id}) == []
+            assert backend.list_runs({RUN_ID_LABEL: spec.run_id}) == []
 
     def test_list_and_inspect(self, tmp_path: Path) -> None:
         """A running run is found by its labels, with its labels, image and handle."""
@@ -236,13 +244,13 @@ class BackendContract:
             spec = self.make_spec(backend, "sleep", tmp_path)
             with self.started(backend, spec):
                 self.wait_until_running(backend, spec.run_id)
-                listed = backend.list_runs({**labels.LISTED_RUNS, CONFORMANCE_LABEL: "true"})
+                listed = backend.list_runs({**LISTED_RUNS, CONFORMANCE_LABEL: "true"})
                 assert spec.run_id in [run.run_id for run in listed]
                 found = backend.inspect_run(spec.run_id)
                 assert found is not None
                 assert found.state == "running"
                 assert found.exit_code is None
-                assert found.labels[labels.TASK_ID] == "conformance"
+                assert found.labels[TASK_ID_LABEL] == "conformance"
                 assert found.handle.run_id == spec.run_id
                 assert backend.inspect_run(f"conf-missing-{secrets.token_hex(4)}") is None
 
@@ -273,11 +281,11 @@ class BackendContract:
             with self.started(backend, spec) as handle:
                 backend.wait(handle, self.run_timeout)
                 backend.cleanup(handle)
-                kept = backend.list_runs({labels.RUN_ID: spec.run_id})
+                kept = backend.list_runs({RUN_ID_LABEL: spec.run_id})
                 assert [run.state for run in kept] == ["exited"]
                 assert kept[0].exit_code == 0
                 backend.cleanup(kept[0].handle)
-                assert backend.list_runs({labels.RUN_ID: spec.run_id}) == []
+                assert backend.list_runs({RUN_ID_LABEL: spec.run_id}) == []
 
     def test_start_error(self, tmp_path: Path) -> None:
         """A run that cannot start raises BackendError, leaves nothing, leaks no env."""
@@ -290,7 +298,7 @@ class BackendContract:
                 backend.cleanup(handle)  # only reached when start wrongly succeeded
             assert SECRET_SENTINEL not in str(raised.value)
             assert SECRET_SENTINEL not in repr(spec)
-            assert backend.list_runs({labels.RUN_ID: spec.run_id}) == []
+            assert backend.list_runs({RUN_ID_LABEL: spec.run_id}) == []
 
     def test_endpoint(self, tmp_path: Path) -> None:
         """endpoint: an http URL for a running run, BackendError for a finished one."""
