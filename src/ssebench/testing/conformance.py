@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import subprocess
 import time
 import urllib.parse
@@ -38,11 +39,15 @@ import pytest
 from ssebench.extensions import (
     AGENT_LABEL,
     ARCHIVE_TARGET,
+    DEADLINE_LABEL,
+    KEEP_LABEL,
     LISTED_RUNS,
     MODEL_LABEL,
     RESULTS_LABEL,
     RESULTS_TARGET,
     RUN_ID_LABEL,
+    RUNNER_HOST_LABEL,
+    RUNNER_PID_LABEL,
     TASK_ID_LABEL,
     WEBUI_LABEL,
     Backend,
@@ -71,6 +76,7 @@ CONTRACTS = (
     "start_error",
     "endpoint",
     "exec_argv",
+    "prune_labels",
 )
 
 
@@ -339,3 +345,18 @@ class BackendContract:
                 finally:
                     del os.environ[EXEC_SECRET_NAME]
                 assert SECRET_SENTINEL not in " ".join(by_name)
+
+    def test_prune_labels(self, tmp_path: Path) -> None:
+        """A run carries what `ssebench runs prune` judges it by: a deadline past its
+        timeout, the host and process that started it, and whether it is kept."""
+        with self.contract("prune_labels"):
+            backend = self.make_backend()
+            spec = self.make_spec(backend, "sleep", tmp_path)
+            started = time.time()
+            with self.started(backend, spec):
+                (run,) = backend.list_runs({RUN_ID_LABEL: spec.run_id})
+                deadline = run.labels.get(DEADLINE_LABEL, "")
+                assert deadline.isdigit() and int(deadline) >= int(started) + spec.timeout
+                assert run.labels.get(RUNNER_HOST_LABEL) == socket.gethostname()
+                assert run.labels.get(RUNNER_PID_LABEL) == str(os.getpid())
+                assert run.labels.get(KEEP_LABEL) == "false"
