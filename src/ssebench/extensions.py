@@ -21,6 +21,7 @@ __all__ = [
     "ARCHIVE_TARGET",
     "DEADLINE_LABEL",
     "HELPER_LABEL",
+    "IMAGE_REFERENCE_PATCH",
     "KEEP_LABEL",
     "LISTED_RUNS",
     "MODEL_LABEL",
@@ -66,6 +67,8 @@ RESULTS_TARGET = "/var/lib/ssebench/results"
 ARCHIVE_TARGET = "/tmp/sse-archive"
 REFERENCE_PATCH_TARGET = "/reference/patch.diff"
 SOCKETS_TARGET = "/run/ssebench"
+# Where a task's reference patch is in its images (copy_from_image gets it from there).
+IMAGE_REFERENCE_PATCH = "/ssebench/task/reference.patch"
 
 # --- run labels (spec, "Labels"; docs/writing-a-backend.md, "Run labels") -------------
 # Set by the runner, in RunSpec.labels: a backend puts them on the object the run waits

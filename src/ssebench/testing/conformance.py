@@ -40,9 +40,11 @@ from ssebench.extensions import (
     AGENT_LABEL,
     ARCHIVE_TARGET,
     DEADLINE_LABEL,
+    IMAGE_REFERENCE_PATCH,
     KEEP_LABEL,
     LISTED_RUNS,
     MODEL_LABEL,
+    REFERENCE_PATCH_TARGET,
     RESULTS_LABEL,
     RESULTS_TARGET,
     RUN_ID_LABEL,
@@ -52,6 +54,7 @@ from ssebench.extensions import (
     WEBUI_LABEL,
     Backend,
     BackendError,
+    ImageRequest,
     Images,
     Mount,
     RunHandle,
@@ -60,6 +63,8 @@ from ssebench.extensions import (
 )
 
 ImageKind = Literal["pass", "sleep"]
+# The built-in agent of each kind of run.
+AGENT_OF_KIND: dict[ImageKind, str] = {"pass": "reference", "sleep": "sleeper"}
 CONFORMANCE_LABEL = "ssebench.conformance"
 SECRET_SENTINEL = "sse-sentinel-9f3c2b7d-do-not-print"
 EXEC_SECRET_NAME = "SSE_CONFORMANCE_SECRET"
@@ -80,6 +85,19 @@ CONTRACTS = (
 )
 
 
+def pilot_request(kind: ImageKind, task_dir: Path) -> ImageRequest:
+    """The image request of a conformance run on the task in task_dir, a folder of a
+    dataset (datasets/pilot/<task> of an ssebench checkout, say): the built-in reference
+    agent for "pass", the sleeper for "sleep". A backend that runs prebuilt images only
+    asks for dataclasses.replace(pilot_request(...), prebuilt=True)."""
+    from ssebench.agents import load_agent
+    from ssebench.runner import image_request
+    from ssebench.tasks import load_dataset
+
+    task = load_dataset(task_dir.parent).task(task_dir.name)
+    return image_request(task, load_agent(AGENT_OF_KIND[kind]))
+
+
 class BackendContract:
     """Subclass in a test module; implement make_backend and images_for."""
 
@@ -98,8 +116,13 @@ class BackendContract:
     def artifacts_for(
         self, backend: Backend, kind: ImageKind, images: Images, run_dir: Path
     ) -> tuple[Mount, ...]:
-        """Read-only files the run needs (the reference patch for a reference agent)."""
-        return ()
+        """Read-only files the run needs: for "pass", the reference agent's patch,
+        copied out of its image with copy_from_image, as the runner does."""
+        if kind != "pass":
+            return ()
+        patch = run_dir / "reference.patch"
+        backend.copy_from_image(images.run, IMAGE_REFERENCE_PATCH, patch, None)
+        return (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
 
     # -- helpers ---------------------------------------------------------------------
 
