@@ -8,8 +8,8 @@ import resource
 import pytest
 
 from ssebench.backends import load_backend
-from ssebench.backends.podman import (
-    PodmanBackend,
+from ssebench.backends.podman import PodmanBackend
+from ssebench.backends.podman.options import (
     env_by_name,
     hardening_argv,
     mount_option,

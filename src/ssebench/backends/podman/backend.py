@@ -1,66 +1,39 @@
-"""The Podman backend: runs on the Podman that the `podman` command is set up for
-(rootful as root, rootless as any other user), through its CLI.
-
-It is written against the public extension API only (ssebench.extensions and
-ssebench.image_layers; tests/unit/test_podman_imports.py checks that), as a third-party
-backend would be, and mirrors what the Docker backend does where Podman can:
-
-- images: the layers of ssebench.image_layers, built with `podman build`; an image
-  whose cache-key label matches is not built again. Podman reaches no registry on a
-  machine like the build machine, so a base image must be in its store already
-  (scripts/seed-podman-base-image.sh copies the one Docker has);
-- a run's container runs in the foreground of a `podman run` process, whose output
-  reaches this process's stdout and stderr as it is written; the run directory and its
-  archive are bind-mounted (results come back through the shared mount);
-- the environment reaches podman by name only (`--env NAME`, the value in the podman
-  process's own environment), never on a command line;
-- restricted egress: a network of the run's own made with `--internal` (no route out
-  of the host); open egress: Podman's default network;
-- hardening: every capability dropped but the entrypoint's, no-new-privileges, memory,
-  CPU and process limits; and explicit ulimits, because Podman otherwise asks for the
-  host's maximum open files and processes, which a process with lower hard limits may
-  not grant ("error setting rlimit type 7");
-- a sidecar run is two containers and two volumes labelled ssebench.run=<pair ID>: the
-  environment container (with the run's labels, which list_runs finds) detached, and
-  the agent container in the foreground in its network namespace. The handle names the
-  agent container and carries the pair's ID and the environment container's name.
-
-Runs are found again by their labels; the backend holds no state between calls but the
-`podman run` processes this process started, kept so wait can reap them.
-"""
+"""PodmanBackend: the interface on top of the podman command (see the package's
+docstring for what a run is on Podman)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import math
-import os
-import re
-import resource
-import socket
 import subprocess
-import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ssebench import image_layers
+from ssebench.backends.podman import images
+from ssebench.backends.podman.cli import PODMAN, failure_reason, is_gone, podman_missing, run_podman
+from ssebench.backends.podman.options import (
+    ENV_NAME,
+    agent_container_name,
+    container_name,
+    env_by_name,
+    hardening_argv,
+    label_argv,
+    mount_option,
+    owner_labels,
+)
 from ssebench.extensions import (
-    DEADLINE_LABEL,
     HELPER_LABEL,
-    KEEP_LABEL,
     PAIR_LABEL,
     RUN_ID_LABEL,
-    RUNNER_HOST_LABEL,
-    RUNNER_PID_LABEL,
     Backend,
     BackendError,
     ImageRequest,
     Images,
-    ImageUnavailableError,
     Mount,
     RunHandle,
     RunInfo,
@@ -70,35 +43,14 @@ from ssebench.extensions import (
     UserError,
     prebuilt_images,
 )
-from ssebench.image_layers import ImageLayer
 
-__all__ = ["PodmanBackend", "container_name"]
-
-PODMAN = "podman"
-# The capabilities the entrypoint needs (chown the tree, switch to the run's users, end
-# the agent's processes); everything else is dropped. The same set as the Docker backend.
-TASK_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID", "KILL")
-MEMORY = "4g"
-PIDS = 4096
-# The ulimits a container asks for: at most these, and never more than this process's
-# own hard limits, which are all an unprivileged or confined Podman may grant.
-MAX_OPEN_FILES = 65536
-MAX_PROCESSES = 65536
-# Past the run's own timeout by this much, prune may treat a run whose runner died as
-# abandoned (ssebench.deadline).
-DEADLINE_SLACK_SECONDS = 1800
 COPY_DEADLINE_SECONDS = 3600
 CREATE_TIMEOUT_SECONDS = 300.0
 # podman run's status when it could not create or start the container.
 RUN_FAILED_STATUSES = (125, 126, 127)
-BUILD_LOG_TAIL = 25
 OPEN_NETWORK = "podman"
 PAIR_DETAIL = "pair"
 ENVIRONMENT_DETAIL = "environment"
-NETWORK_DETAIL = "network"
-_NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_.-]")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_GONE_MARKERS = ("no such container", "no such object", "no container with name or id")
 _STATES: dict[str, RunState] = {
     "created": "created",
     "configured": "created",
@@ -117,114 +69,6 @@ _followers: dict[str, subprocess.Popen[bytes]] = {}
 _lock = threading.Lock()
 
 
-def container_name(run_id: str) -> str:
-    """ssebench-<run id> within Podman's name rules; also the run's network's name."""
-    return f"ssebench-{_NAME_FORBIDDEN.sub('-', run_id)}"
-
-
-def agent_container_name(pair_id: str) -> str:
-    return f"{container_name(pair_id)}-agent"
-
-
-def podman_missing() -> UserError:
-    return UserError(
-        "Podman is not installed (no podman command on PATH): install it "
-        "(apt-get install podman) or choose another backend with --backend"
-    )
-
-
-def run_podman(
-    args: Sequence[str], *, timeout: float | None = None
-) -> subprocess.CompletedProcess[str]:
-    """`podman ARGS` with its output captured, whatever its status. Raises UserError
-    when podman is missing."""
-    try:
-        return subprocess.run(
-            [PODMAN, *args],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            stdin=subprocess.DEVNULL,
-            timeout=timeout,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise podman_missing() from None
-
-
-def failure_reason(completed: subprocess.CompletedProcess[str]) -> str:
-    lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
-    if not lines:
-        return f"podman exited with status {completed.returncode}"
-    return lines[-1].removeprefix("Error: ")
-
-
-def _is_gone(completed: subprocess.CompletedProcess[str]) -> bool:
-    return any(marker in completed.stderr.lower() for marker in _GONE_MARKERS)
-
-
-def _limit(resource_kind: int, ceiling: int) -> int:
-    _soft, hard = resource.getrlimit(resource_kind)
-    return ceiling if hard == resource.RLIM_INFINITY else min(hard, ceiling)
-
-
-def ulimit_argv() -> list[str]:
-    """Explicit open-file and process limits no higher than this process's own."""
-    files = _limit(resource.RLIMIT_NOFILE, MAX_OPEN_FILES)
-    processes = _limit(resource.RLIMIT_NPROC, MAX_PROCESSES)
-    return ["--ulimit", f"nofile={files}:{files}", "--ulimit", f"nproc={processes}:{processes}"]
-
-
-def hardening_argv() -> list[str]:
-    argv = ["--cap-drop", "ALL"]
-    for capability in TASK_CAPABILITIES:
-        argv += ["--cap-add", capability]
-    cpus = str(min(2, os.cpu_count() or 1))
-    limits = ["--memory", MEMORY, "--cpus", cpus, "--pids-limit", str(PIDS)]
-    return [*argv, "--security-opt", "no-new-privileges", *limits, *ulimit_argv()]
-
-
-def mount_option(mount: Mount) -> str:
-    """The --mount value of mount. Podman splits it at commas, so a source or target
-    holding one is refused rather than quoted."""
-    for value in (mount.source, mount.target):
-        if "," in value or "\n" in value:
-            raise BackendError(f"Podman cannot mount a path with a comma: {value!r}")
-    fields = [f"type={mount.kind}", f"source={mount.source}", f"target={mount.target}"]
-    if mount.read_only:
-        fields.append("readonly")
-    return ",".join(fields)
-
-
-def env_by_name(env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
-    """The `--env NAME` options for env and the environment of the podman process that
-    carries the values: none of them is ever on a command line."""
-    argv: list[str] = []
-    for name in env:
-        if not _ENV_NAME.match(name):
-            raise BackendError(f"The environment variable name {name!r} is not valid")
-        argv += ["--env", name]
-    return argv, {**os.environ, **env}
-
-
-def owner_labels(timeout: int, keep: bool) -> dict[str, str]:
-    """Who started the run and until when it may run, as `ssebench runs prune` reads
-    them (the backend's duty: docs/writing-a-backend.md, "Run labels")."""
-    return {
-        DEADLINE_LABEL: str(int(time.time()) + timeout + DEADLINE_SLACK_SECONDS),
-        RUNNER_HOST_LABEL: socket.gethostname(),
-        RUNNER_PID_LABEL: str(os.getpid()),
-        KEEP_LABEL: str(keep).lower(),
-    }
-
-
-def label_argv(labels: Mapping[str, str]) -> list[str]:
-    argv: list[str] = []
-    for key, value in labels.items():
-        argv += ["--label", f"{key}={value}"]
-    return argv
-
-
 class PodmanBackend(Backend):
     """Runs on Podman through its CLI."""
 
@@ -236,76 +80,14 @@ class PodmanBackend(Backend):
 
     def prepare_images(self, request: ImageRequest) -> Images:
         if request.prebuilt:
-            images = prebuilt_images(request)
-            for image in (images.environment, images.run):
+            published = prebuilt_images(request)
+            for image in (published.environment, published.run):
                 if image is not None:
-                    self._pull(image, request.platform)
-            return images
+                    images.pull_image(image, request.platform)
+            return published
         return image_layers.build_images(
-            request, build=self._build, image_labels=self._image_labels
+            request, build=images.build_layer, image_labels=images.image_labels
         )
-
-    def _pull(self, image: str, platform: str | None) -> None:
-        if run_podman(["image", "exists", image]).returncode == 0:
-            return
-        argv = ["pull", "--quiet", *(["--platform", platform] if platform else []), image]
-        completed = run_podman(argv)
-        if completed.returncode != 0:
-            raise ImageUnavailableError(
-                f"The image {image} is not available: podman pull failed "
-                f"({failure_reason(completed)}). Publish it under $SSEBENCH_REGISTRY, or "
-                "run without --prebuilt to build it here.",
-                image=image,
-            )
-
-    def _image_labels(self, image: str) -> Mapping[str, str] | None:
-        completed = run_podman(["image", "inspect", "--format", "{{json .Labels}}", image])
-        if completed.returncode != 0:
-            return None
-        try:
-            labels = json.loads(completed.stdout or "null") or {}
-        except json.JSONDecodeError:
-            return None
-        return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else None
-
-    def _build(self, layer: ImageLayer, context: Path) -> None:
-        """podman build of one layer; its log goes to stderr as it comes."""
-        argv = [PODMAN, "build", "--pull=never", "--format", "docker", *ulimit_argv()]
-        if layer.platform:
-            argv += ["--platform", layer.platform]
-        argv += ["--file", str(layer.dockerfile), "--tag", layer.image, *label_argv(layer.labels)]
-        for key, value in sorted(layer.build_args.items()):
-            argv += ["--build-arg", f"{key}={value}"]
-        argv.append(str(context))
-        sys.stderr.write(f"ssebench: building the {layer.kind} layer {layer.image} (podman)\n")
-        tail: deque[str] = deque(maxlen=BUILD_LOG_TAIL)
-        try:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                errors="replace",
-            )
-        except FileNotFoundError:
-            raise podman_missing() from None
-        with process:
-            assert process.stdout is not None
-            try:
-                for line in process.stdout:
-                    tail.append(line.rstrip("\n"))
-                    sys.stderr.write(f"  {layer.kind} | {line}")
-            except BaseException:
-                process.terminate()
-                raise
-        if process.wait() != 0:
-            log = "\n".join(f"  {line}" for line in tail)
-            raise ImageUnavailableError(
-                f"Building the {layer.kind} layer {layer.image} with podman failed. "
-                f"The last lines of its build log:\n{log}",
-                image=layer.image,
-            )
 
     def copy_from_image(
         self,
@@ -640,7 +422,7 @@ class PodmanBackend(Backend):
         names = [handle.name, handle.details.get(ENVIRONMENT_DETAIL)]
         for name in (name for name in names if name):
             completed = run_podman(["stop", "--time", str(max(0, math.ceil(grace))), name])
-            if completed.returncode != 0 and not _is_gone(completed):
+            if completed.returncode != 0 and not is_gone(completed):
                 raise BackendError(
                     f"Cannot stop {name}: {failure_reason(completed)}",
                     backend=self.name,
@@ -663,7 +445,7 @@ class PodmanBackend(Backend):
             self._remove_pair(pair_id)
         else:
             removed = run_podman(["rm", "--force", "--volumes", handle.name])
-            if removed.returncode != 0 and not _is_gone(removed):
+            if removed.returncode != 0 and not is_gone(removed):
                 raise BackendError(
                     f"Cannot remove {handle.name}: {failure_reason(removed)}",
                     backend=self.name,
@@ -792,7 +574,7 @@ class PodmanBackend(Backend):
             argv += ["--workdir", workdir]
         for name in env_names:
             # "--env NAME" alone makes podman copy the caller's value.
-            if not _ENV_NAME.match(name):
+            if not ENV_NAME.match(name):
                 raise BackendError(
                     f"{name!r} is not an environment variable name",
                     backend=self.name,
