@@ -25,9 +25,11 @@ TASK_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID", "KIL
 MEMORY = "4g"
 PIDS = 4096
 # The ulimits a container asks for: at most these, and never more than this process's
-# own hard limits, which are all an unprivileged or confined Podman may grant.
+# own hard limits, which are all an unprivileged or confined Podman may grant. Processes:
+# the pids limit anyway; a build's RUN step is refused nproc at this process's own hard
+# limit (buildah runs it under a lower one).
 MAX_OPEN_FILES = 65536
-MAX_PROCESSES = 65536
+MAX_PROCESSES = PIDS
 # Past the run's own timeout by this much, prune may treat a run whose runner died as
 # abandoned (ssebench.deadline).
 DEADLINE_SLACK_SECONDS = 1800
