@@ -100,6 +100,15 @@ def test_runs_commands_on_a_podman_run(kept_run: str) -> None:
         timeout=120,
     )
     assert done.stdout.strip() == f"[{secret}]", done.stderr
+    # Restricted egress: the run's network has no route out, not even to this host's
+    # other addresses (here Docker's bridge gateway, which a default route would reach).
+    probe = (
+        "import socket\n"
+        "try:\n socket.create_connection(('172.17.0.1', 22), timeout=5); print('connected')\n"
+        "except OSError as error:\n print(type(error).__name__, error.errno)"
+    )
+    reached = ssebench("runs", "exec", kept_run, "--", "python3", "-c", probe, env=PODMAN)
+    assert reached.stdout.strip() == "OSError 101", reached.stdout + reached.stderr
     assert runs("stop", kept_run, "--grace", "10").returncode == 0
     stopped = json.loads(runs("inspect", kept_run, "--json").stdout)
     assert stopped["state"] == "exited" and stopped["exit_code"] == 143
