@@ -1,25 +1,13 @@
 """The conformance suite on a real backend with the pilot's images: a reference agent's
-run that passes and a sleeper's that runs until stopped."""
+run that passes and a sleeper's that runs until stopped. The reference patch comes out
+of the pass image (BackendContract.artifacts_for)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from ssebench.testing.conformance import AGENT_OF_KIND, BackendContract
 
-from ssebench.extensions import REFERENCE_PATCH_TARGET, Backend, Images, Mount
-from ssebench.runner import IMAGE_REFERENCE_PATCH
-from ssebench.testing.conformance import BackendContract, ImageKind
-
-AGENT_OF_KIND = {"pass": "reference", "sleep": "sleeper"}
+__all__ = ["AGENT_OF_KIND", "PilotContract"]
 
 
 class PilotContract(BackendContract):
-    """images_for is the backend's; the reference patch comes out of the pass image."""
-
-    def artifacts_for(
-        self, backend: Backend, kind: ImageKind, images: Images, run_dir: Path
-    ) -> tuple[Mount, ...]:
-        if kind != "pass":
-            return ()
-        patch = run_dir / "reference.patch"
-        backend.copy_from_image(images.run, IMAGE_REFERENCE_PATCH, patch, None)
-        return (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
+    """images_for is the backend's."""

@@ -1,6 +1,6 @@
 """Shared test set-up: what a test needs (markers), isolation, and leak checks.
 
-A test marked docker, kubernetes or browser skips on a laptop without the thing, and
+A test marked docker, kubernetes, podman or browser skips on a laptop without the thing, and
 FAILS when CI=true: CI must never hide a missing engine behind a skip. The session
 ends by printing how many tests were skipped, so a hidden skip shows.
 """
@@ -22,6 +22,8 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # The cluster's own kubeconfig (its admin), read before any fixture narrows KUBECONFIG
 # to a ServiceAccount (tests/kubernetes does, for the runs' tests).
 CLUSTER_KUBECONFIG = os.environ.get("KUBECONFIG", "")
+# The base image the pilot's Dockerfiles name; Podman cannot pull it on this machine.
+PODMAN_BASE_IMAGE = "debian:bookworm-slim"
 # Every container, volume and network the tests create carries this label.
 TEST_LABEL = "ssebench.test"
 
@@ -61,6 +63,26 @@ def kubernetes_problem() -> str | None:
     return None
 
 
+@functools.cache
+def podman_problem() -> str | None:
+    """None when Podman works here and holds the base image, else why not."""
+    try:
+        done = subprocess.run(
+            ["podman", "image", "exists", PODMAN_BASE_IMAGE],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"podman CLI: {type(error).__name__} (apt-get install -y podman)"
+    if done.returncode != 0:
+        return (
+            f"Podman has no {PODMAN_BASE_IMAGE} ({done.stderr.strip()[:200]}): "
+            "scripts/seed-podman-base-image.sh"
+        )
+    return None
+
+
 CHROMIUM = Path("/usr/bin/chromium")
 
 
@@ -81,6 +103,7 @@ NEEDS: dict[str, tuple[str, Callable[[], str | None]]] = {
     "docker": ("Docker", docker_problem),
     "kubernetes": ("Kubernetes", kubernetes_problem),
     "browser": ("a browser", browser_problem),
+    "podman": ("Podman", podman_problem),
 }
 
 

@@ -15,13 +15,28 @@ from pathlib import Path
 from typing import Literal
 
 from ssebench.errors import BackendError, ImageUnavailableError, UserError
-from ssebench.labels import RUN_ID
 
 __all__ = [
+    "AGENT_LABEL",
     "ARCHIVE_TARGET",
+    "DEADLINE_LABEL",
+    "HELPER_LABEL",
+    "IMAGE_REFERENCE_PATCH",
+    "KEEP_LABEL",
+    "LISTED_RUNS",
+    "MODEL_LABEL",
+    "PAIR_LABEL",
     "REFERENCE_PATCH_TARGET",
+    "REFERENCE_RUN_LABEL",
+    "RESULTS_LABEL",
+    "RESULTS_OWNER_LABEL",
     "RESULTS_TARGET",
+    "RUNNER_HOST_LABEL",
+    "RUNNER_PID_LABEL",
+    "RUN_ID_LABEL",
     "SOCKETS_TARGET",
+    "TASK_ID_LABEL",
+    "WEBUI_LABEL",
     "Backend",
     "BackendError",
     "Egress",
@@ -52,6 +67,41 @@ RESULTS_TARGET = "/var/lib/ssebench/results"
 ARCHIVE_TARGET = "/tmp/sse-archive"
 REFERENCE_PATCH_TARGET = "/reference/patch.diff"
 SOCKETS_TARGET = "/run/ssebench"
+# Where a task's reference patch is in its images (copy_from_image gets it from there).
+IMAGE_REFERENCE_PATCH = "/ssebench/task/reference.patch"
+
+# --- run labels (spec, "Labels"; docs/writing-a-backend.md, "Run labels") -------------
+# Set by the runner, in RunSpec.labels: a backend puts them on the object the run waits
+# for (the environment container in sidecar mode) and list_runs selects on them.
+RUN_ID_LABEL = "ssebench.run-id"
+WEBUI_LABEL = "ssebench.webui"  # "true" on every run; `ssebench runs list` selects on it
+TASK_ID_LABEL = "ssebench.task-id"
+MODEL_LABEL = "ssebench.model"  # the model, or "none"
+AGENT_LABEL = "ssebench.agent"
+RESULTS_LABEL = "ssebench.results"  # the run directory on the runner's host
+REFERENCE_RUN_LABEL = "ssebench.reference-run"  # "true" for a reference run only
+# Set by the backend, from SidecarPair.run_id: both containers and both volumes of a
+# sidecar run, so that stop and cleanup find the whole pair.
+PAIR_LABEL = "ssebench.run"
+# Set by the backend on everything a run makes, for `ssebench runs prune`, which removes
+# a run whose deadline passed or whose runner process is gone (see abandoned_reason in
+# the CLI): when the run must have ended by itself even if its runner died (Unix time,
+# seconds: start + RunSpec.timeout + slack), and which process started it.
+DEADLINE_LABEL = "ssebench.deadline"
+RUNNER_HOST_LABEL = "ssebench.runner-host"  # socket.gethostname() of the runner
+RUNNER_PID_LABEL = "ssebench.runner-pid"  # os.getpid() of the runner
+# Set by the backend: "true" for a run started with RunSpec.keep. Prune never removes
+# it; `ssebench runs remove` does.
+KEEP_LABEL = "ssebench.keep"
+# Set by the backend on a short-lived container of a run that is not the run itself
+# (copy_from_image's), beside the run's labels, so prune finds it and lists skip it.
+HELPER_LABEL = "ssebench.helper"
+# Set by the backend when the runner is not root (uid:gid): the container makes the run
+# directory root's, and whoever removes the run gives it back to this owner.
+RESULTS_OWNER_LABEL = "ssebench.results-owner"
+
+# What `ssebench runs list` asks list_runs for.
+LISTED_RUNS = {WEBUI_LABEL: "true"}
 
 
 @dataclass(frozen=True)
@@ -374,7 +424,7 @@ class Backend(abc.ABC):
 
         Raises BackendError when several runs carry the ID (the caller must choose).
         """
-        runs = self.list_runs({RUN_ID: run_id})
+        runs = self.list_runs({RUN_ID_LABEL: run_id})
         if not runs:
             return None
         if len(runs) > 1:

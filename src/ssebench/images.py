@@ -48,10 +48,10 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO, TypeVar
 
 from ssebench.agents import Agent, read_agent
 from ssebench.errors import ImageUnavailableError, UserError
@@ -59,6 +59,9 @@ from ssebench.extensions import ImageRequest, Images, prebuilt_images
 from ssebench.runtime import __version__ as RUNTIME_VERSION
 from ssebench.scratch import scratch_folder
 from ssebench.tasks.model import HIDDEN_FOLDER, REFERENCE_PATCH, SOURCE_FOLDER, Task, load_task
+
+if TYPE_CHECKING:  # the public view of a Layer (image_layers is built on this module)
+    from ssebench.image_layers import ImageLayer
 
 __all__ = [
     "DIGEST_LABEL",
@@ -99,6 +102,7 @@ BUILD_LOG_TAIL = 25
 IGNORED_NAMES = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 IGNORED_SUFFIXES = (".pyc", ".pyo")
 
+LayerT = TypeVar("LayerT")
 LayerKind = Literal["environment", "case", "tool", "agent", "agent-runtime", "agent-install"]
 # The builder stage of an install.Dockerfile: task-independent, so one fixed base.
 INSTALL_BASE_IMAGE = "debian:bookworm-slim"
@@ -259,6 +263,11 @@ class Layer:
     @property
     def image(self) -> str:
         return f"{self.repository}:{self.tag or self.digest[:CASE_TAG_LENGTH]}"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels of the image: its digest, by which it is found current."""
+        return {DIGEST_LABEL: self.digest}
 
     def context_entries(self) -> Iterator[ContextEntry]:
         """Every folder, file and symlink of the context that comes from this host."""
@@ -556,7 +565,7 @@ def run_layers(request: ImageRequest) -> tuple[Layer, Layer, Layer]:
 # --- builds -------------------------------------------------------------------------
 
 
-def build_argv(layer: Layer, context: Path, *, buildx: bool) -> list[str]:
+def build_argv(layer: Layer | ImageLayer, context: Path, *, buildx: bool) -> list[str]:
     """The docker command that builds layer from the context folder."""
     if buildx:
         # --load: without it buildx leaves the result in its cache, not in `docker images`.
@@ -571,9 +580,9 @@ def build_argv(layer: Layer, context: Path, *, buildx: bool) -> list[str]:
         str(layer.dockerfile),
         "--tag",
         layer.image,
-        "--label",
-        f"{DIGEST_LABEL}={layer.digest}",
     ]
+    for name, value in sorted(layer.labels.items()):
+        argv += ["--label", f"{name}={value}"]
     for name, value in sorted(layer.build_args.items()):
         argv += ["--build-arg", f"{name}={value}"]
     argv.append(str(context))
@@ -602,7 +611,25 @@ class BuildOutput:
 
 
 def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
-    """Build layer now (the docker layer cache still applies).
+    """Build layer now (the docker layer cache still applies), in a scratch context.
+
+    Raises ImageUnavailableError, a UserError, naming the layer and the last lines of
+    its build log when the build fails.
+    """
+    with scratch_folder(layer.kind) as context:
+        layer.write_context(context)
+        build_context(layer, context, output)
+
+
+def docker_builder(output: BuildOutput | None = None) -> Callable[[ImageLayer, Path], None]:
+    """The Docker backend's "build this context" callable for image_layers.build_images."""
+    return lambda layer, context: build_context(layer, context, output)
+
+
+def build_context(
+    layer: Layer | ImageLayer, context: Path, output: BuildOutput | None = None
+) -> None:
+    """Build layer with docker from the folder context, which holds its build context.
 
     Raises ImageUnavailableError, a UserError, naming the layer and the last lines of
     its build log when the build fails.
@@ -613,41 +640,35 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
     started = time.monotonic()
     tail: deque[str] = deque(maxlen=BUILD_LOG_TAIL)
     errors: list[str] = []
-    with scratch_folder(layer.kind) as context:
-        layer.write_context(context)
-        argv = build_argv(layer, context, buildx=buildx)
+    argv = build_argv(layer, context, buildx=buildx)
+    try:
+        process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            env=build_environment(buildx=buildx),
+        )
+    except FileNotFoundError:
+        raise docker_missing() from None
+    with process:
+        assert process.stdout is not None
         try:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                errors="replace",
-                env=build_environment(buildx=buildx),
-            )
-        except FileNotFoundError:
-            raise docker_missing() from None
-        with process:
-            assert process.stdout is not None
-            try:
-                for line in process.stdout:
-                    line = line.rstrip("\n")
-                    tail.append(line)
-                    if (
-                        layer.kind == "agent-install"
-                        and len(errors) < 10
-                        and is_install_error(line)
-                    ):
-                        errors.append(line)  # may scroll out of the tail before the step ends
-                    if not output.quiet:
-                        output.stream.write(f"  {layer.kind} | {line}\n")
-                        output.stream.flush()
-            except BaseException:
-                # Interrupted (SIGINT or SIGTERM): end the build before its context goes.
-                process.terminate()
-                raise
-        status = process.wait()
+            for line in process.stdout:
+                line = line.rstrip("\n")
+                tail.append(line)
+                if layer.kind == "agent-install" and len(errors) < 10 and is_install_error(line):
+                    errors.append(line)  # may scroll out of the tail before the step ends
+                if not output.quiet:
+                    output.stream.write(f"  {layer.kind} | {line}\n")
+                    output.stream.flush()
+        except BaseException:
+            # Interrupted (SIGINT or SIGTERM): end the build before its context goes.
+            process.terminate()
+            raise
+    status = process.wait()
     if status != 0:
         raise_if_unreachable("\n".join(tail))
         if layer.kind == "agent-install":
@@ -700,16 +721,26 @@ def install_error(log: Sequence[str]) -> str:
     return meaningful[-1] if meaningful else "the build printed nothing"
 
 
-def layer_is_current(layer: Layer) -> bool:
-    """True when the image exists and was built from exactly what layer describes."""
-    completed = run_docker(["image", "inspect", "--format", "{{json .Config.Labels}}", layer.image])
+def docker_image_labels(image: str) -> dict[str, str] | None:
+    """The labels of image in the local Docker image store, or None when it is not
+    there (the image_labels callable of image_layers.build_images)."""
+    completed = run_docker(["image", "inspect", "--format", "{{json .Config.Labels}}", image])
     if completed.returncode != 0:
-        return False
+        return None
     try:
         labels = json.loads(completed.stdout or "null") or {}
     except json.JSONDecodeError:
-        return False
-    return isinstance(labels, dict) and labels.get(DIGEST_LABEL) == layer.digest
+        return None
+    return (
+        {str(key): str(value) for key, value in labels.items()}
+        if isinstance(labels, dict)
+        else None
+    )
+
+
+def layer_is_current(layer: Layer) -> bool:
+    """True when the image exists and was built from exactly what layer describes."""
+    return (docker_image_labels(layer.image) or {}).get(DIGEST_LABEL) == layer.digest
 
 
 def ensure_layers(
@@ -720,16 +751,32 @@ def ensure_layers(
     The top layer's digest covers every layer under it, so when it is current nothing
     else is asked: an unchanged run costs one `docker image inspect`.
     """
-    if not layers:
-        return
-    if not rebuild and layer_is_current(layers[-1]):
-        return
-    for layer in _with_inputs(layers):
-        if rebuild or not layer_is_current(layer):
-            build_layer(layer, output)
+    build_missing(
+        with_inputs(layers),
+        rebuild=rebuild,
+        is_current=layer_is_current,
+        build=lambda layer: build_layer(layer, output),
+    )
 
 
-def _with_inputs(layers: Sequence[Layer]) -> list[Layer]:
+def build_missing(
+    layers: Sequence[LayerT],
+    *,
+    rebuild: bool,
+    is_current: Callable[[LayerT], bool],
+    build: Callable[[LayerT], None],
+) -> None:
+    """Build the layers (bottom first, inputs before their users) that are not current,
+    or all of them with rebuild. The top layer's digest covers every layer under it, so
+    when it is current nothing else is asked."""
+    if not layers or (not rebuild and is_current(layers[-1])):
+        return
+    for layer in layers:
+        if rebuild or not is_current(layer):
+            build(layer)
+
+
+def with_inputs(layers: Sequence[Layer]) -> list[Layer]:
     """layers with each one's inputs just before it, each layer once."""
     ordered: dict[str, Layer] = {}
     for layer in layers:

@@ -1,5 +1,7 @@
-"""Label keys that tools use to find runs (spec, "Labels").
+"""Label keys that tools use to find runs (spec, "Labels"), and how prune judges them.
 
+The public keys, with what each means and who sets it, are in ssebench.extensions
+(*_LABEL); the short names here are the same strings, for the harness's own modules.
 Every run the runner starts carries WEBUI=true, which is what `ssebench runs list`
 selects on; the sidecar pair's containers and volumes also carry PAIR.
 """
@@ -8,32 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ssebench import extensions
 from ssebench.processes import process_exists
 
-RUN_ID = "ssebench.run-id"
-WEBUI = "ssebench.webui"
-TASK_ID = "ssebench.task-id"
-MODEL = "ssebench.model"
-AGENT = "ssebench.agent"
-RESULTS = "ssebench.results"
-REFERENCE_RUN = "ssebench.reference-run"
-PAIR = "ssebench.run"
-# When the run must end by itself even if its runner died (Unix time, seconds).
-DEADLINE = "ssebench.deadline"
-# Which process started the run, so `ssebench runs prune` can tell an abandoned run.
-RUNNER_HOST = "ssebench.runner-host"
-RUNNER_PID = "ssebench.runner-pid"
-# A short-lived container of a run that is not the run itself (the reference patch's
-# copy): it carries the run's labels so prune finds it, and this one says what it is.
-HELPER = "ssebench.helper"
-# uid:gid of a runner that is not root: while the run's container runs, the run
-# directory is root's; whoever removes the run gives it back to this owner.
-RESULTS_OWNER = "ssebench.results-owner"
+RUN_ID = extensions.RUN_ID_LABEL
+WEBUI = extensions.WEBUI_LABEL
+TASK_ID = extensions.TASK_ID_LABEL
+MODEL = extensions.MODEL_LABEL
+AGENT = extensions.AGENT_LABEL
+RESULTS = extensions.RESULTS_LABEL
+REFERENCE_RUN = extensions.REFERENCE_RUN_LABEL
+PAIR = extensions.PAIR_LABEL
+DEADLINE = extensions.DEADLINE_LABEL
+RUNNER_HOST = extensions.RUNNER_HOST_LABEL
+RUNNER_PID = extensions.RUNNER_PID_LABEL
+HELPER = extensions.HELPER_LABEL
+RESULTS_OWNER = extensions.RESULTS_OWNER_LABEL
+KEEP = extensions.KEEP_LABEL
 # The SHA-256 of a run's model key (the form the proxy's admin API accepts with the
 # master key only): `ssebench runs prune` revokes the key of a run whose runner died.
 KEY_SHA256 = "ssebench.key-sha256"
-# A run started with --keep-container: prune leaves it to `ssebench runs remove`.
-KEEP = "ssebench.keep"
 # A Docker run's archive volume and the helper container that copies it out: the run ID.
 ARCHIVE_OF = "ssebench.archive-of"
 

@@ -26,6 +26,7 @@ from ssebench.agents import Agent
 from ssebench.errors import SsebenchError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
+    IMAGE_REFERENCE_PATCH,
     REFERENCE_PATCH_TARGET,
     RESULTS_TARGET,
     Backend,
@@ -52,8 +53,6 @@ from ssebench.tasks import Task
 if TYPE_CHECKING:
     from ssebench.proxy import ModelSession
 
-# Where the case image keeps the reference patch (docs/image-layers.md).
-IMAGE_REFERENCE_PATCH = "/ssebench/task/reference.patch"
 REFERENCE_PATCH_COPY = "reference.patch"
 READOUT_FAILED = "Read-out failed"
 STOP_GRACE_SECONDS = 30.0

@@ -10,8 +10,9 @@ from ssebench.testing.fake import FakeBackend
 
 
 class TestFakeBackend(BackendContract):
-    # The fake's containers are processes: they have no address and no exec.
-    known_gaps: ClassVar[frozenset[str]] = frozenset({"endpoint", "exec_argv"})
+    # The fake's containers are processes: they have no address and no exec; and no
+    # prune labels (its runs are files of one test session).
+    known_gaps: ClassVar[frozenset[str]] = frozenset({"endpoint", "exec_argv", "prune_labels"})
     run_timeout = 30.0
 
     def make_backend(self) -> Backend:

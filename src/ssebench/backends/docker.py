@@ -59,11 +59,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from ssebench import images, safe_tar
+from ssebench import image_layers, images, safe_tar
 from ssebench.backends import docker_network
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
+    DEADLINE_LABEL,
+    HELPER_LABEL,
+    KEEP_LABEL,
+    PAIR_LABEL,
+    RESULTS_LABEL,
+    RESULTS_OWNER_LABEL,
+    RUN_ID_LABEL,
+    RUNNER_HOST_LABEL,
+    RUNNER_PID_LABEL,
     Backend,
     ImageRequest,
     Images,
@@ -75,18 +84,7 @@ from ssebench.extensions import (
     SidecarPair,
 )
 from ssebench.images import DOCKER, failure_reason, raise_if_unreachable, run_docker
-from ssebench.labels import (
-    ARCHIVE_OF,
-    DEADLINE,
-    HELPER,
-    KEEP,
-    PAIR,
-    RESULTS,
-    RESULTS_OWNER,
-    RUN_ID,
-    RUNNER_HOST,
-    RUNNER_PID,
-)
+from ssebench.labels import ARCHIVE_OF
 from ssebench.processes import process_exists
 
 __all__ = [
@@ -312,9 +310,9 @@ def _owner_labels(spec: RunSpec, now: float) -> dict[str, str]:
     """Who started the run and until when it may run: what prune judges it by."""
     deadline = int(now) + spec.timeout + DEADLINE_SLACK_SECONDS
     return {
-        DEADLINE: str(deadline),
-        RUNNER_HOST: socket.gethostname(),
-        RUNNER_PID: str(os.getpid()),
+        DEADLINE_LABEL: str(deadline),
+        RUNNER_HOST_LABEL: socket.gethostname(),
+        RUNNER_PID_LABEL: str(os.getpid()),
     }
 
 
@@ -328,10 +326,10 @@ def _owner_details(spec: RunSpec) -> dict[str, str]:
 
 def _listed_labels(spec: RunSpec, now: float) -> dict[str, str]:
     """The labels of the container the web UI lists: the run's, plus the backend's."""
-    labels = {**spec.labels, **_owner_labels(spec, now), KEEP: str(spec.keep).lower()}
+    labels = {**spec.labels, **_owner_labels(spec, now), KEEP_LABEL: str(spec.keep).lower()}
     owner = results_owner()
     if owner is not None:
-        labels[RESULTS_OWNER] = owner
+        labels[RESULTS_OWNER_LABEL] = owner
     return labels
 
 
@@ -383,7 +381,7 @@ def sidecar_argvs(
         image=pair.environment_image,
         network=network,
         env_file=env_files[0],
-        labels={**_listed_labels(spec, now), PAIR: pair.run_id},
+        labels={**_listed_labels(spec, now), PAIR_LABEL: pair.run_id},
         mounts=shared,
         limits=limits,
         detach=True,
@@ -394,7 +392,7 @@ def sidecar_argvs(
         image=spec.image,
         network=f"container:{environment_name}",
         env_file=env_files[1],
-        labels={PAIR: pair.run_id},
+        labels={PAIR_LABEL: pair.run_id},
         mounts=(*shared, *spec.artifacts),
         limits=limits,
     )
@@ -462,7 +460,13 @@ class DockerBackend(Backend):
     # -- images ----------------------------------------------------------------------
 
     def prepare_images(self, request: ImageRequest) -> Images:
-        return images.prepare_images(request, images.BuildOutput(quiet=self.quiet_builds))
+        output = images.BuildOutput(quiet=self.quiet_builds)
+        if request.prebuilt:
+            return images.prepare_images(request, output)
+        # The public layer API, as every backend that builds images uses it.
+        return image_layers.build_images(
+            request, build=images.docker_builder(output), image_labels=images.docker_image_labels
+        )
 
     def copy_from_image(
         self,
@@ -479,15 +483,15 @@ class DockerBackend(Backend):
         argv = ["create", "--pull", "never"]
         if platform:
             argv += ["--platform", platform]
-        if labels and labels.get(RUN_ID):
-            argv += ["--name", f"{container_name(labels[RUN_ID])}-copy"]
+        if labels and labels.get(RUN_ID_LABEL):
+            argv += ["--name", f"{container_name(labels[RUN_ID_LABEL])}-copy"]
         helper_labels = {
             **(labels or {}),
-            DEADLINE: str(int(time.time()) + COPY_DEADLINE_SECONDS),
-            RUNNER_HOST: socket.gethostname(),
-            RUNNER_PID: str(os.getpid()),
-            KEEP: "false",
-            HELPER: "copy",
+            DEADLINE_LABEL: str(int(time.time()) + COPY_DEADLINE_SECONDS),
+            RUNNER_HOST_LABEL: socket.gethostname(),
+            RUNNER_PID_LABEL: str(os.getpid()),
+            KEEP_LABEL: "false",
+            HELPER_LABEL: "copy",
         }
         for key, value in helper_labels.items():
             argv += ["--label", f"{key}={value}"]
@@ -554,7 +558,7 @@ class DockerBackend(Backend):
             )
         run_labels = _listed_labels(spec, time.time())
         argv = ["volume", "create", "--label", f"{ARCHIVE_OF}={spec.run_id}"]
-        for key in (DEADLINE, RUNNER_HOST, RUNNER_PID, KEEP):
+        for key in (DEADLINE_LABEL, RUNNER_HOST_LABEL, RUNNER_PID_LABEL, KEEP_LABEL):
             argv += ["--label", f"{key}={run_labels[key]}"]
         completed = run_docker([*argv, volume])
         if completed.returncode != 0:
@@ -625,7 +629,10 @@ class DockerBackend(Backend):
                 )
                 # The runner's labels: a runner killed before the environment container
                 # exists leaves volumes that prune removes (remove_abandoned).
-                volume_labels = {**_owner_labels(spec, time.time()), KEEP: str(spec.keep).lower()}
+                volume_labels = {
+                    **_owner_labels(spec, time.time()),
+                    KEEP_LABEL: str(spec.keep).lower(),
+                }
                 for volume in pair.volumes:
                     self._create_volume(volume, pair.run_id, volume_labels)
                 self._run_detached(
@@ -669,7 +676,7 @@ class DockerBackend(Backend):
         )
 
     def _create_volume(self, volume: str, pair_id: str, labels: Mapping[str, str]) -> None:
-        argv = ["volume", "create", "--label", f"{PAIR}={pair_id}"]
+        argv = ["volume", "create", "--label", f"{PAIR_LABEL}={pair_id}"]
         for key, value in labels.items():
             argv += ["--label", f"{key}={value}"]
         completed = run_docker([*argv, volume])
@@ -706,7 +713,7 @@ class DockerBackend(Backend):
         """Remove a sidecar run's containers, the agent's first (it uses the
         environment's network namespace), then its volumes. Raises BackendError."""
         listed = run_docker(
-            ["ps", "--all", "--quiet", "--no-trunc", "--filter", f"label={PAIR}={pair_id}"]
+            ["ps", "--all", "--quiet", "--no-trunc", "--filter", f"label={PAIR_LABEL}={pair_id}"]
         )
         failures = []
         names = [agent_container_name(pair_id), container_name(pair_id)]
@@ -715,7 +722,7 @@ class DockerBackend(Backend):
             completed = _remove_container(container)
             if completed.returncode != 0 and not _is_gone(completed):
                 failures.append(failure_reason(completed))
-        failure = _remove_volumes(f"label={PAIR}={pair_id}")
+        failure = _remove_volumes(f"label={PAIR_LABEL}={pair_id}")
         if failure is not None:
             failures.append(failure)
         if failures:
@@ -1093,7 +1100,7 @@ class DockerBackend(Backend):
             *self._remove_abandoned_volumes(ARCHIVE_OF, now, host),
             # A sidecar pair's volumes, made before its environment container: a runner
             # killed in between leaves them and no container prune could find.
-            *self._remove_abandoned_volumes(PAIR, now, host),
+            *self._remove_abandoned_volumes(PAIR_LABEL, now, host),
             *(f"{entry['kind']} {entry['name']}" for entry in networks),
         ]
 
@@ -1112,12 +1119,14 @@ class DockerBackend(Backend):
         removed = []
         for volume in volumes:
             found = volume.get("Labels") or {}
-            if found.get(KEEP) == "true":
+            if found.get(KEEP_LABEL) == "true":
                 continue
-            deadline = str(found.get(DEADLINE, ""))
-            pid = str(found.get(RUNNER_PID, ""))
+            deadline = str(found.get(DEADLINE_LABEL, ""))
+            pid = str(found.get(RUNNER_PID_LABEL, ""))
             runner_gone = (
-                found.get(RUNNER_HOST) == host and pid.isdigit() and not process_exists(int(pid))
+                found.get(RUNNER_HOST_LABEL) == host
+                and pid.isdigit()
+                and not process_exists(int(pid))
             )
             if not (runner_gone or (deadline.isdigit() and int(deadline) < now)):
                 continue
@@ -1146,7 +1155,7 @@ class DockerBackend(Backend):
                 "run", "--rm", "--pull", "never", "--network", "none",
                 "--cap-drop", "ALL", "--cap-add", "CHOWN", "--cap-add", "DAC_READ_SEARCH",
                 "--security-opt", "no-new-privileges", "--user", "0:0",
-                "--label", f"{RUN_ID}={handle.run_id}", "--label", f"{HELPER}=chown",
+                "--label", f"{RUN_ID_LABEL}={handle.run_id}", "--label", f"{HELPER_LABEL}=chown",
                 "--mount", mount_option(Mount(target="/results", source=str(path))),
                 "--entrypoint", "chown", image, "-R", "--no-dereference", owner, "/results",
             ],
@@ -1186,19 +1195,19 @@ class DockerBackend(Backend):
         state = container.get("State") or {}
         run_labels = {str(key): str(value) for key, value in (config.get("Labels") or {}).items()}
         name = str(container.get("Name", "")).lstrip("/")
-        run_id = run_labels.get(RUN_ID, name.removeprefix("ssebench-"))
+        run_id = run_labels.get(RUN_ID_LABEL, name.removeprefix("ssebench-"))
         run_state = _STATES.get(str(state.get("Status", "")), "unknown")
         exit_code = state.get("ExitCode")
         # No "keep" here: cleanup of a run found again removes it (ssebench runs remove).
         owner: dict[str, str] = {}
-        if run_labels.get(RESULTS_OWNER) and run_labels.get(RESULTS):
+        if run_labels.get(RESULTS_OWNER_LABEL) and run_labels.get(RESULTS_LABEL):
             owner = {
-                OWNER_DETAIL: run_labels[RESULTS_OWNER],
-                RESULTS_DETAIL: run_labels[RESULTS],
+                OWNER_DETAIL: run_labels[RESULTS_OWNER_LABEL],
+                RESULTS_DETAIL: run_labels[RESULTS_LABEL],
                 IMAGE_DETAIL: str(config.get("Image", "")),
             }
         handle = RunHandle(backend=self.name, run_id=run_id, name=name, details=owner)
-        pair_id = run_labels.get(PAIR)
+        pair_id = run_labels.get(PAIR_LABEL)
         if pair_id is not None:
             # The environment container of a sidecar run: the handle names the pair.
             handle = RunHandle(

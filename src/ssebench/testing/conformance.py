@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import subprocess
 import time
 import urllib.parse
@@ -35,19 +36,35 @@ from typing import ClassVar, Literal
 
 import pytest
 
-from ssebench import labels
-from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
+    AGENT_LABEL,
     ARCHIVE_TARGET,
+    DEADLINE_LABEL,
+    IMAGE_REFERENCE_PATCH,
+    KEEP_LABEL,
+    LISTED_RUNS,
+    MODEL_LABEL,
+    REFERENCE_PATCH_TARGET,
+    RESULTS_LABEL,
     RESULTS_TARGET,
+    RUN_ID_LABEL,
+    RUNNER_HOST_LABEL,
+    RUNNER_PID_LABEL,
+    TASK_ID_LABEL,
+    WEBUI_LABEL,
     Backend,
+    BackendError,
+    ImageRequest,
     Images,
     Mount,
     RunHandle,
     RunSpec,
+    UserError,
 )
 
 ImageKind = Literal["pass", "sleep"]
+# The built-in agent of each kind of run.
+AGENT_OF_KIND: dict[ImageKind, str] = {"pass": "reference", "sleep": "sleeper"}
 CONFORMANCE_LABEL = "ssebench.conformance"
 SECRET_SENTINEL = "sse-sentinel-9f3c2b7d-do-not-print"
 EXEC_SECRET_NAME = "SSE_CONFORMANCE_SECRET"
@@ -64,7 +81,21 @@ CONTRACTS = (
     "start_error",
     "endpoint",
     "exec_argv",
+    "prune_labels",
 )
+
+
+def pilot_request(kind: ImageKind, task_dir: Path) -> ImageRequest:
+    """The image request of a conformance run on the task in task_dir, a folder of a
+    dataset (datasets/pilot/<task> of an ssebench checkout, say): the built-in reference
+    agent for "pass", the sleeper for "sleep". A backend that runs prebuilt images only
+    asks for dataclasses.replace(pilot_request(...), prebuilt=True)."""
+    from ssebench.agents import load_agent
+    from ssebench.runner import image_request
+    from ssebench.tasks import load_dataset
+
+    task = load_dataset(task_dir.parent).task(task_dir.name)
+    return image_request(task, load_agent(AGENT_OF_KIND[kind]))
 
 
 class BackendContract:
@@ -85,8 +116,13 @@ class BackendContract:
     def artifacts_for(
         self, backend: Backend, kind: ImageKind, images: Images, run_dir: Path
     ) -> tuple[Mount, ...]:
-        """Read-only files the run needs (the reference patch for a reference agent)."""
-        return ()
+        """Read-only files the run needs: for "pass", the reference agent's patch,
+        copied out of its image with copy_from_image, as the runner does."""
+        if kind != "pass":
+            return ()
+        patch = run_dir / "reference.patch"
+        backend.copy_from_image(images.run, IMAGE_REFERENCE_PATCH, patch, None)
+        return (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
 
     # -- helpers ---------------------------------------------------------------------
 
@@ -116,14 +152,15 @@ class BackendContract:
         (run_dir / "archive").mkdir(parents=True)
         (run_dir / "result.json").touch()
         images = self.images_for(backend, kind)
-        run_labels = labels.run_labels(
-            run_id=run_id,
-            task_id="conformance",
-            model="none",
-            agent=kind,
-            results=str(run_dir),
-            reference_run=False,
-        )
+        # What the runner puts into RunSpec.labels (spec, "Labels").
+        run_labels = {
+            RUN_ID_LABEL: run_id,
+            WEBUI_LABEL: "true",
+            TASK_ID_LABEL: "conformance",
+            MODEL_LABEL: "none",
+            AGENT_LABEL: kind,
+            RESULTS_LABEL: str(run_dir),
+        }
         return RunSpec(
             run_id=run_id,
             task_name="conformance",
@@ -146,7 +183,7 @@ class BackendContract:
         finally:
             backend.stop(handle, 1)
             backend.cleanup(handle)
-            for run in backend.list_runs({labels.RUN_ID: spec.run_id}):
+            for run in backend.list_runs({RUN_ID_LABEL: spec.run_id}):
                 backend.cleanup(run.handle)
 
     def wait_until_running(self, backend: Backend, run_id: str, seconds: float = 60) -> None:
@@ -154,7 +191,7 @@ class BackendContract:
         has printed has also had the time to set up its signal handling."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            runs = backend.list_runs({labels.RUN_ID: run_id})
+            runs = backend.list_runs({RUN_ID_LABEL: run_id})
             if (
                 runs
                 and runs[0].state == "running"
@@ -179,7 +216,7 @@ class BackendContract:
                 backend.cleanup(handle)
             result = json.loads((Path(spec.results.source) / "result.json").read_text())
             assert result["status"] == "passed", result
-            assert backend.list_runs({labels.RUN_ID: spec.run_id}) == []
+            assert backend.list_runs({RUN_ID_LABEL: spec.run_id}) == []
 
     def test_results_in_dest(self, tmp_path: Path) -> None:
         """After collect_results, dest holds the grade and the archive folder."""
@@ -216,7 +253,7 @@ class BackendContract:
             handle = RunHandle(backend=backend.name, run_id=run_id, name=f"ssebench-{run_id}")
             backend.stop(handle, 1)
             backend.cleanup(handle)
-            assert backend.list_runs({labels.RUN_ID: run_id}) == []
+            assert backend.list_runs({RUN_ID_LABEL: run_id}) == []
 
     def test_cleanup_idempotent(self, tmp_path: Path) -> None:
         with self.contract("cleanup_idempotent"):
@@ -227,7 +264,7 @@ class BackendContract:
             backend.wait(handle, 60)
             backend.cleanup(handle)
             backend.cleanup(handle)
-            assert backend.list_runs({labels.RUN_ID: spec.run_id}) == []
+            assert backend.list_runs({RUN_ID_LABEL: spec.run_id}) == []
 
     def test_list_and_inspect(self, tmp_path: Path) -> None:
         """A running run is found by its labels, with its labels, image and handle."""
@@ -236,13 +273,13 @@ class BackendContract:
             spec = self.make_spec(backend, "sleep", tmp_path)
             with self.started(backend, spec):
                 self.wait_until_running(backend, spec.run_id)
-                listed = backend.list_runs({**labels.LISTED_RUNS, CONFORMANCE_LABEL: "true"})
+                listed = backend.list_runs({**LISTED_RUNS, CONFORMANCE_LABEL: "true"})
                 assert spec.run_id in [run.run_id for run in listed]
                 found = backend.inspect_run(spec.run_id)
                 assert found is not None
                 assert found.state == "running"
                 assert found.exit_code is None
-                assert found.labels[labels.TASK_ID] == "conformance"
+                assert found.labels[TASK_ID_LABEL] == "conformance"
                 assert found.handle.run_id == spec.run_id
                 assert backend.inspect_run(f"conf-missing-{secrets.token_hex(4)}") is None
 
@@ -273,11 +310,11 @@ class BackendContract:
             with self.started(backend, spec) as handle:
                 backend.wait(handle, self.run_timeout)
                 backend.cleanup(handle)
-                kept = backend.list_runs({labels.RUN_ID: spec.run_id})
+                kept = backend.list_runs({RUN_ID_LABEL: spec.run_id})
                 assert [run.state for run in kept] == ["exited"]
                 assert kept[0].exit_code == 0
                 backend.cleanup(kept[0].handle)
-                assert backend.list_runs({labels.RUN_ID: spec.run_id}) == []
+                assert backend.list_runs({RUN_ID_LABEL: spec.run_id}) == []
 
     def test_start_error(self, tmp_path: Path) -> None:
         """A run that cannot start raises BackendError, leaves nothing, leaks no env."""
@@ -290,7 +327,7 @@ class BackendContract:
                 backend.cleanup(handle)  # only reached when start wrongly succeeded
             assert SECRET_SENTINEL not in str(raised.value)
             assert SECRET_SENTINEL not in repr(spec)
-            assert backend.list_runs({labels.RUN_ID: spec.run_id}) == []
+            assert backend.list_runs({RUN_ID_LABEL: spec.run_id}) == []
 
     def test_endpoint(self, tmp_path: Path) -> None:
         """endpoint: an http URL for a running run, BackendError for a finished one."""
@@ -331,3 +368,18 @@ class BackendContract:
                 finally:
                     del os.environ[EXEC_SECRET_NAME]
                 assert SECRET_SENTINEL not in " ".join(by_name)
+
+    def test_prune_labels(self, tmp_path: Path) -> None:
+        """A run carries what `ssebench runs prune` judges it by: a deadline past its
+        timeout, the host and process that started it, and whether it is kept."""
+        with self.contract("prune_labels"):
+            backend = self.make_backend()
+            spec = self.make_spec(backend, "sleep", tmp_path)
+            started = time.time()
+            with self.started(backend, spec):
+                (run,) = backend.list_runs({RUN_ID_LABEL: spec.run_id})
+                deadline = run.labels.get(DEADLINE_LABEL, "")
+                assert deadline.isdigit() and int(deadline) >= int(started) + spec.timeout
+                assert run.labels.get(RUNNER_HOST_LABEL) == socket.gethostname()
+                assert run.labels.get(RUNNER_PID_LABEL) == str(os.getpid())
+                assert run.labels.get(KEEP_LABEL) == "false"

@@ -1,0 +1,164 @@
+"""The image layers of a run, as data, for every backend that builds images (public API).
+
+A backend with builds_images = True does not need to know how ssebench lays out a task,
+the runtime or an agent in an image. For an ImageRequest, layers_of(request) gives every
+image build the run needs, bottom first, each as an ImageLayer: the image's name, its
+Dockerfile, build args, labels and cache key, and write_context(folder), which lays
+its build context out in an empty folder. build_images(request, build=, image_labels=)
+does the whole job with two callables of the backend's own:
+
+    build(layer, context)      build layer.image from the folder context with
+                               layer.dockerfile, layer.build_args, layer.labels and
+                               layer.platform (`docker build`, `podman build`, a
+                               remote builder...); raise ImageUnavailableError on failure
+    image_labels(image)        the labels of that image in the backend's image store,
+                               or None when it has none
+
+An image whose CACHE_KEY_LABEL equals the layer's cache_key is current and is not built
+again; the key covers everything that goes into the image, its parent's key included,
+so a changed task, runtime or agent folder gives a new key. The Docker backend builds
+its images through exactly this API (docs/writing-a-backend.md, "Image layers").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ssebench import images
+from ssebench.extensions import ImageRequest, Images
+from ssebench.scratch import scratch_folder
+
+__all__ = [
+    "CACHE_KEY_LABEL",
+    "BuildContext",
+    "ImageLabels",
+    "ImageLayer",
+    "LayerPlan",
+    "build_images",
+    "layers_of",
+]
+
+# The label that carries an image's cache key.
+CACHE_KEY_LABEL = images.DIGEST_LABEL
+
+BuildContext = Callable[["ImageLayer", Path], None]
+ImageLabels = Callable[[str], Mapping[str, str] | None]
+
+
+@dataclass(frozen=True)
+class ImageLayer:
+    """One image build.
+
+    kind: case, tool, agent, agent-runtime (a sidecar agent's base) or agent-install
+    (an image the agent layer copies files from). image: the name:tag to build.
+    labels: to put on the image (they hold the cache key). platform: linux/<arch> or
+    None for the builder's own.
+    """
+
+    kind: str
+    image: str
+    dockerfile: Path
+    build_args: Mapping[str, str]
+    labels: Mapping[str, str]
+    cache_key: str
+    platform: str | None
+    layer: images.Layer = field(repr=False, compare=False)
+
+    @classmethod
+    def of(cls, layer: images.Layer) -> ImageLayer:
+        return cls(
+            kind=layer.kind,
+            image=layer.image,
+            dockerfile=layer.dockerfile,
+            build_args=dict(layer.build_args),
+            labels={CACHE_KEY_LABEL: layer.digest},
+            cache_key=layer.digest,
+            platform=layer.platform,
+            layer=layer,
+        )
+
+    def write_context(self, folder: Path) -> None:
+        """Lay the build context out in folder, which must be empty."""
+        self.layer.write_context(folder)
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """What to build for a request. stacks: each image stack bottom first, with the
+    images a layer copies from (agent-install) just before it; the last layer of a
+    stack covers all below it, so a stack whose top is current needs no other build.
+    images: the names the run uses once the stacks are built."""
+
+    stacks: tuple[tuple[ImageLayer, ...], ...]
+    images: Images
+
+    @property
+    def builds(self) -> list[ImageLayer]:
+        """Every layer in build order, each once."""
+        ordered: dict[str, ImageLayer] = {}
+        for stack in self.stacks:
+            for layer in stack:
+                ordered.setdefault(layer.image, layer)
+        return list(ordered.values())
+
+
+def _stack(layers: Sequence[images.Layer]) -> tuple[ImageLayer, ...]:
+    return tuple(ImageLayer.of(layer) for layer in images.with_inputs(layers))
+
+
+def layers_of(request: ImageRequest) -> LayerPlan:
+    """The layers a run of request builds (sandbox: case, tool, agent; sidecar: case,
+    tool for the environment and agent runtime, agent for the agent container).
+
+    Raises UserError when the request lacks the task's or the agent's folder, or a
+    name cannot be part of an image name.
+    """
+    if request.mode == "sidecar":
+        environment, agent = images.sidecar_layers(request)
+        return LayerPlan(
+            stacks=(_stack(environment), _stack(agent)),
+            images=Images(run=agent[-1].image, environment=environment[-1].image),
+        )
+    layers = images.run_layers(request)
+    return LayerPlan(stacks=(_stack(layers),), images=Images(run=layers[-1].image))
+
+
+def is_current(layer: ImageLayer, image_labels: ImageLabels) -> bool:
+    """True when the image exists and was built from exactly what layer describes."""
+    found = image_labels(layer.image)
+    return found is not None and found.get(CACHE_KEY_LABEL) == layer.cache_key
+
+
+def build_stack(
+    stack: Sequence[ImageLayer], build: BuildContext, image_labels: ImageLabels, *, rebuild: bool
+) -> None:
+    """Build the layers of stack that are not current (all of them with rebuild), each
+    in a scratch folder of its own that is removed afterwards."""
+
+    def build_in_scratch(layer: ImageLayer) -> None:
+        with scratch_folder(layer.kind) as context:
+            layer.write_context(context)
+            build(layer, context)
+
+    images.build_missing(
+        stack,
+        rebuild=rebuild,
+        is_current=lambda layer: is_current(layer, image_labels),
+        build=build_in_scratch,
+    )
+
+
+def build_images(
+    request: ImageRequest, *, build: BuildContext, image_labels: ImageLabels
+) -> Images:
+    """Build what request needs that is not current (everything with request.rebuild)
+    and return the run's image names. For prepare_images without request.prebuilt.
+
+    Raises UserError (ImageUnavailableError from build) when a layer cannot be built.
+    """
+    plan = layers_of(request)
+    for stack in plan.stacks:
+        build_stack(stack, build, image_labels, rebuild=request.rebuild)
+    return plan.images

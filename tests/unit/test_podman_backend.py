@@ -1,0 +1,80 @@
+"""The Podman backend's command lines, without Podman: values stay out of argv, the
+ulimits stay within this process's own, and what Podman would misread is refused."""
+
+from __future__ import annotations
+
+import resource
+
+import pytest
+
+from ssebench.backends import load_backend
+from ssebench.backends.podman import PodmanBackend
+from ssebench.backends.podman.options import (
+    env_by_name,
+    hardening_argv,
+    mount_option,
+    ulimit_argv,
+)
+from ssebench.extensions import BackendError, Mount, RunHandle
+
+SECRET = "sk-podman-unit-9a7e"
+
+
+def test_the_entry_point_loads_the_podman_backend() -> None:
+    assert isinstance(load_backend("podman"), PodmanBackend)
+
+
+def test_the_environment_goes_by_name_only() -> None:
+    argv, environment = env_by_name({"SSE_API_KEY": SECRET, "TIMEOUT": "60"})
+    assert argv == ["--env", "SSE_API_KEY", "--env", "TIMEOUT"]
+    assert environment["SSE_API_KEY"] == SECRET
+    assert SECRET not in " ".join(argv)
+
+
+def test_a_bad_variable_name_is_refused_without_its_value() -> None:
+    with pytest.raises(BackendError) as raised:
+        env_by_name({"NOT VALID": SECRET})
+    assert SECRET not in str(raised.value)
+
+
+def test_ulimits_never_exceed_this_process_own() -> None:
+    argv = ulimit_argv()
+    limits = dict(value.split("=") for value in argv[1::2])
+    for name, kind in (("nofile", resource.RLIMIT_NOFILE), ("nproc", resource.RLIMIT_NPROC)):
+        soft, hard = (int(part) for part in limits[name].split(":"))
+        assert soft == hard > 0
+        own = resource.getrlimit(kind)[1]
+        assert own == resource.RLIM_INFINITY or hard <= own
+    assert set(argv) <= set(hardening_argv())
+
+
+def test_hardening_drops_every_capability_but_the_entrypoint_s() -> None:
+    argv = hardening_argv()
+    assert argv[:2] == ["--cap-drop", "ALL"]
+    assert "no-new-privileges" in argv and "--pids-limit" in argv and "--memory" in argv
+
+
+def test_mounts() -> None:
+    assert mount_option(Mount(target="/t", source="/s", read_only=True)) == (
+        "type=bind,source=/s,target=/t,readonly"
+    )
+    with pytest.raises(BackendError, match="comma"):
+        mount_option(Mount(target="/t", source="/a,b"))
+
+
+def test_exec_argv_passes_names_not_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROBE", SECRET)
+    handle = RunHandle(backend="podman", run_id="r", name="ssebench-r")
+    argv = PodmanBackend().exec_argv(handle, ["echo", "a b"], env_names=["PROBE"], user="model")
+    assert argv == [
+        "podman",
+        "exec",
+        "--user",
+        "model",
+        "--env",
+        "PROBE",
+        "ssebench-r",
+        "echo",
+        "a b",
+    ]
+    assert SECRET not in " ".join(argv)
