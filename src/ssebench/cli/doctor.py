@@ -97,7 +97,7 @@ def network_policy_check(probe_image: str | None) -> Check:
 
     try:
         settings = KubernetesSettings.from_environment()
-        found = policy_check.cluster_enforces(settings, probe_image)
+        found = policy_check.cluster_enforces(settings, probe_image, fresh=True)
     except SsebenchError as error:
         return Check(name, False, False, f"the probe failed: {error}")
     where = f"namespace {settings.namespace}: "

@@ -101,3 +101,79 @@ def test_the_scripts_connect_and_find_a_closed_port_blocked() -> None:
         target.kill()
         target.wait()
     assert _client(port, 1) == "probe: blocked"
+
+
+class CountingProbe:
+    """Stands in for the probe (the cluster's part is tested on the local cluster): it
+    counts its runs and answers `answer`."""
+
+    runs = 0
+    answer = policy_check.PolicyCheck(False, "not enforced: reached")
+
+    def __init__(self, settings: KubernetesSettings, image: str) -> None:
+        self.server = "https://127.0.0.1:16443"
+
+    def run(self) -> policy_check.PolicyCheck:
+        CountingProbe.runs += 1
+        return CountingProbe.answer
+
+
+@pytest.fixture
+def counting_probe(monkeypatch: pytest.MonkeyPatch, tmp_path) -> type[CountingProbe]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(policy_check, "_Probe", CountingProbe)
+    monkeypatch.setattr(policy_check, "_answers", {})
+    CountingProbe.runs = 0
+    CountingProbe.answer = policy_check.PolicyCheck(False, "not enforced: reached")
+    return CountingProbe
+
+
+def another_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a new ssebench process starts from: no answer of its own."""
+    monkeypatch.setattr(policy_check, "_answers", {})
+
+
+def test_an_answer_serves_later_processes_until_it_is_old(
+    counting_probe: type[CountingProbe], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = KubernetesSettings(namespace="runs")
+    first = policy_check.cluster_enforces(settings, "img:1")
+    assert first.enforced is False and counting_probe.runs == 1
+    another_process(monkeypatch)
+    again = policy_check.cluster_enforces(settings, "img:1")
+    assert again.enforced is False and "s ago" in again.detail
+    assert counting_probe.runs == 1
+    # Another namespace is another answer.
+    policy_check.cluster_enforces(KubernetesSettings(namespace="other"), "img:1")
+    assert counting_probe.runs == 2
+    # An hour later the cluster is asked again.
+    another_process(monkeypatch)
+    later = time.time() + policy_check.ANSWER_SECONDS + 1
+    monkeypatch.setattr(policy_check.time, "time", lambda: later)
+    policy_check.cluster_enforces(settings, "img:1")
+    assert counting_probe.runs == 3
+
+
+def test_doctor_probes_afresh_and_an_unknown_answer_is_not_kept(
+    counting_probe: type[CountingProbe], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = KubernetesSettings(namespace="runs")
+    policy_check.cluster_enforces(settings, "img:1")
+    policy_check.cluster_enforces(settings, "img:1", fresh=True)
+    assert counting_probe.runs == 2
+    counting_probe.answer = policy_check.PolicyCheck(None, "the probe could not tell")
+    policy_check.cluster_enforces(settings, "img:1", fresh=True)
+    another_process(monkeypatch)
+    # The last known answer (not enforced) still stands; "could not tell" was not kept.
+    assert policy_check.cluster_enforces(settings, "img:1").enforced is False
+    assert counting_probe.runs == 3
+
+
+@pytest.mark.parametrize(
+    "content", ["", "{", "[]", '{"enforced": "yes", "detail": "x", "found_at": 1}', "null"]
+)
+def test_a_kept_answer_that_is_not_one_is_ignored(tmp_path, content: str) -> None:
+    path = tmp_path / "answer.json"
+    path.write_text(content)
+    assert policy_check.read_answer(path, time.time()) is None
+    assert policy_check.read_answer(tmp_path / "missing.json", time.time()) is None

@@ -13,8 +13,10 @@ PROBE_SECONDS. Its objects carry app.kubernetes.io/managed-by=ssebench,
 ssebench.probe and, as a run's do, the process that made them and their deadline; the
 policy is owned by the target pod, and the pods are deleted at the end, which removes
 the policy with them. Prune removes the probe pods of a process killed during a probe
-(remove_leftovers). The answer is kept per process, for each kubeconfig
-and namespace, so the runs of one evaluation share one probe.
+(remove_leftovers). A known answer (enforced or not) is kept for ANSWER_SECONDS in the
+user's cache folder, for each API server and namespace, so that the runs of an
+evaluation and the next `ssebench run` do not pay the probe again; doctor always probes
+afresh, and writes what it found.
 
 The pods run `python3 -c` in the image they are given: every run image has Python,
 since the container's runtime is written in it.
@@ -22,6 +24,8 @@ since the container's runtime is written in it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import secrets
 import socket
@@ -29,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ssebench.backends.kubernetes import manifests
@@ -46,6 +51,9 @@ PROBE_SECONDS = 45.0
 SETTLE_SECONDS = 2.0
 ATTEMPTS = 3
 POLL_SECONDS = 0.5
+# How long a probe's answer serves every ssebench process of this user: a cluster's
+# network plugin changes rarely, and a probe costs 5-10 s of each run's start.
+ANSWER_SECONDS = 3600
 PROBE_RESOURCES = {
     "requests": {"cpu": "10m", "memory": "16Mi"},
     "limits": {"cpu": "200m", "memory": "64Mi"},
@@ -198,6 +206,8 @@ class _Probe:
         self.namespace = settings.namespace
         self.image = image
         self.probe = secrets.token_hex(4)
+        # The API server's address: what the answer is about, with the namespace.
+        self.server = str(self.api.core.api_client.configuration.host)
 
     def _read(self, name: str) -> Any | None:
         return self.call(
@@ -308,16 +318,62 @@ _answers: dict[tuple[str, str], PolicyCheck] = {}
 _answers_lock = threading.Lock()
 
 
-def cluster_enforces(settings: KubernetesSettings, image: str) -> PolicyCheck:
+def cluster_enforces(
+    settings: KubernetesSettings, image: str, *, fresh: bool = False
+) -> PolicyCheck:
     """Whether the cluster of this process's kubeconfig enforces NetworkPolicy in the
-    runs' namespace, probed once per process (concurrent callers wait for one probe).
+    runs' namespace: an answer this process or, within ANSWER_SECONDS, another one
+    found, else a probe (concurrent callers wait for one). fresh: probe in any case.
 
     Raises BackendError when the API refuses the probe's objects (not cached)."""
     key = (os.environ.get("KUBECONFIG", ""), settings.namespace)
     with _answers_lock:
-        if key not in _answers:
-            _answers[key] = _Probe(settings, image).run()
-        return _answers[key]
+        if not fresh and key in _answers:
+            return _answers[key]
+        probe = _Probe(settings, image)
+        remembered = answer_file(probe.server, settings.namespace)
+        answer = None if fresh else read_answer(remembered, time.time())
+        if answer is None:
+            answer = probe.run()
+            if answer.enforced is not None:
+                write_answer(remembered, answer, time.time())
+        _answers[key] = answer
+        return answer
+
+
+def answer_file(server: str, namespace: str) -> Path:
+    """Where the answer for the runs' namespace of the API server at server is kept."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    name = hashlib.sha256(f"{server}\0{namespace}".encode()).hexdigest()[:32]
+    return Path(base) / "ssebench" / "network-policy" / f"{name}.json"
+
+
+def read_answer(path: Path, now: float) -> PolicyCheck | None:
+    """The answer kept in path if it is younger than ANSWER_SECONDS; None when there is
+    none, it is older, or the file is not one this module wrote."""
+    try:
+        kept = json.loads(path.read_text())
+        enforced, detail, found_at = kept["enforced"], kept["detail"], float(kept["found_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(enforced, bool) or not isinstance(detail, str):
+        return None
+    if not 0 <= now - found_at < ANSWER_SECONDS:
+        return None
+    return PolicyCheck(enforced, f"{detail} (found {int(now - found_at)} s ago)")
+
+
+def write_answer(path: Path, answer: PolicyCheck, now: float) -> None:
+    """Keep answer in path (written whole: a reader never sees half of it). A cache that
+    cannot be written costs only a probe later."""
+    kept = {"enforced": answer.enforced, "detail": answer.detail, "found_at": now}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(json.dumps(kept))
+        partial.replace(path)
+    except OSError:
+        return
 
 
 def remove_leftovers(settings: KubernetesSettings, now: float, host: str) -> list[str]:
