@@ -24,6 +24,7 @@ from ssebench.errors import BackendError, ImageUnavailableError, UserError
 from ssebench.evaluation import (
     Evaluation,
     Limits,
+    MatrixEntry,
     RetryPolicy,
     TaskRun,
     default_jobs,
@@ -91,10 +92,11 @@ def test_eval_runs_every_task_and_writes_the_report(tmp_path: Path) -> None:
     done = ssebench(*eval_arguments(tmp_path / "results", "reference", "--jobs", "2"))
     assert done.returncode == 0, done.stderr
     report = report_of(done)
-    assert report["schema"] == 1
+    assert report["schema"] == 2
     assert report["command"] == "eval"
     assert report["dataset"] == {"name": "tiny", "version": "1", "path": str(TINY_DATASET)}
-    assert (report["agent"], report["model"], report["backend"]) == ("reference", "none", "fake")
+    assert report["matrix"] == [{"agent": "reference", "model": "none"}]
+    assert (report["attempts"], report["backend"]) == (1, "fake")
     assert report["interrupted"] is False
     assert report["limits"]["jobs"] == 2
     assert report["counts"] == {
@@ -106,10 +108,13 @@ def test_eval_runs_every_task_and_writes_the_report(tmp_path: Path) -> None:
         "not_run": 0,
         "skipped": 0,
     }
-    assert [task["task"] for task in report["tasks"]] == TINY_TASKS
-    for task in report["tasks"]:
+    assert [task["task"] for task in report["runs"]] == TINY_TASKS
+    for task in report["runs"]:
         assert set(task) == {
             "task",
+            "agent",
+            "model",
+            "attempt",
             "status",
             "skipped",
             "run_id",
@@ -127,7 +132,9 @@ def test_eval_runs_every_task_and_writes_the_report(tmp_path: Path) -> None:
     assert Path(report["log"]).read_text().count("fake: graded passed") == 2
     # Progress goes to stderr, the table and the report's path to stdout.
     assert "ssebench eval: passed" in done.stderr
-    assert done.stdout.splitlines()[0].split()[:2] == ["TASK", "STATUS"]
+    assert done.stdout.splitlines()[0].split()[:5] == ["TASK", "AGENT", "MODEL", "ATTEMPT", "STATUS"]
+    (entry,) = report["entries"]
+    assert entry["resolved_rate"]["value"] == 1.0 and entry["counts"]["passed"] == 2
     assert fake_runs_left(tmp_path) == []
 
 
@@ -138,15 +145,15 @@ def test_eval_again_skips_graded_tasks_and_rerun_runs_them(tmp_path: Path) -> No
     assert second_done.returncode == 0, second_done.stderr
     second = report_of(second_done)
     assert second["counts"]["skipped"] == 2 and second["counts"]["passed"] == 2
-    assert [task["run_id"] for task in second["tasks"]] == [
-        task["run_id"] for task in first["tasks"]
+    assert [task["run_id"] for task in second["runs"]] == [
+        task["run_id"] for task in first["runs"]
     ]
-    assert all(task["skipped"] for task in second["tasks"])
+    assert all(task["skipped"] for task in second["runs"])
     assert "recorded before" in second_done.stdout
     third = report_of(ssebench(*eval_arguments(results, "reference", "--rerun")))
     assert third["counts"]["skipped"] == 0 and third["counts"]["passed"] == 2
-    assert {task["run_id"] for task in third["tasks"]}.isdisjoint(
-        task["run_id"] for task in first["tasks"]
+    assert {task["run_id"] for task in third["runs"]}.isdisjoint(
+        task["run_id"] for task in first["runs"]
     )
     # Another agent has no grades yet: nothing skipped.
     dummy = report_of(ssebench(*eval_arguments(results, "dummy")))
@@ -158,8 +165,8 @@ def test_eval_selects_tasks_and_prefixes_run_ids(tmp_path: Path) -> None:
         *eval_arguments(tmp_path / "r", "reference", "--tasks", "tiny-mul", "--run-id-prefix", "p1")
     )
     report = report_of(done)
-    assert [task["task"] for task in report["tasks"]] == ["tiny-mul"]
-    assert report["tasks"][0]["run_id"].startswith("p1-")
+    assert [task["task"] for task in report["runs"]] == ["tiny-mul"]
+    assert report["runs"][0]["run_id"].startswith("p1-")
 
 
 def test_eval_report_option_names_the_file(tmp_path: Path) -> None:
@@ -215,9 +222,9 @@ def test_sigint_stops_records_and_a_second_invocation_finishes(tmp_path: Path) -
     assert "SIGINT: stopping the running runs" in stderr
     report = json.loads(Path(stdout.strip().splitlines()[-1].removeprefix("report: ")).read_text())
     assert report["interrupted"] is True
-    statuses = [task["status"] for task in report["tasks"]]
+    statuses = [task["status"] for task in report["runs"]]
     assert "stopped" in statuses and set(statuses) <= {"stopped", "not_run"}
-    for task in report["tasks"]:
+    for task in report["runs"]:
         if task["status"] == "stopped":
             summary = json.loads((Path(task["run_dir"]) / "summary.json").read_text())
             assert summary["stopped"] is True and summary["exit_code"] == 143
@@ -251,8 +258,8 @@ def test_sigint_with_one_job_leaves_the_queued_task_not_run(tmp_path: Path) -> N
     stdout, _ = process.communicate(timeout=60)
     assert process.returncode == 143
     report = json.loads(Path(stdout.strip().splitlines()[-1].removeprefix("report: ")).read_text())
-    assert [task["status"] for task in report["tasks"]] == ["stopped", "not_run"]
-    assert report["tasks"][1]["run_dir"] is None
+    assert [task["status"] for task in report["runs"]] == ["stopped", "not_run"]
+    assert report["runs"][1]["run_dir"] is None
     assert not (results / TINY_TASKS[1]).exists()
     assert fake_runs_left(results) == []
 
@@ -338,14 +345,18 @@ def evaluation(
     agent: str = "reference",
     retry: RetryPolicy | None = None,
     rerun: bool = False,
+    entries: list[MatrixEntry] | None = None,
+    attempts: int = 1,
+    model_access: dict[MatrixEntry, Any] | None = None,
+    max_spend: float | None = None,
 ) -> Evaluation:
     counter = iter(range(10_000))
 
-    def settings_for(task: Task) -> RunSettings:
+    def settings_for(run: TaskRun) -> RunSettings:
         return RunSettings(
-            task=task,
-            agent=load_agent(agent),
-            model=None,
+            task=run.task,
+            agent=load_agent(run.entry.agent),
+            model=run.entry.model,
             run_id=f"ev-{os.getpid()}-{next(counter)}-{random.randrange(10**6)}",
             results_root=results,
             backend="fake",
@@ -355,13 +366,15 @@ def evaluation(
         backend,
         tasks,
         settings_for,
-        agent=agent,
-        model=None,
+        entries=entries or [MatrixEntry(agent)],
+        attempts=attempts,
         results_root=results,
         limits=limits,
         retry=retry or RetryPolicy(attempts=3, first_delay=0.01, max_delay=0.02),
         rerun=rerun,
         log=io.StringIO(),
+        model_access=model_access,
+        max_spend=max_spend,
     )
 
 
@@ -511,7 +524,7 @@ def test_recorded_grades_ignore_errors_stopped_runs_and_other_agents(tmp_path: P
     record("d", "dummy", "2024-1", "failed")
     found = recorded_grades(tmp_path, agent="reference", model=None)
     assert set(found) == {"a"}
-    assert found["a"][1]["run_id"] == "2024-2"  # the newest
+    assert [summary["run_id"] for _, summary in found["a"]] == ["2024-1", "2024-2"]
 
 
 def test_request_stop_stops_running_and_skips_queued(tmp_path: Path) -> None:
@@ -575,7 +588,10 @@ def test_live_progress_redraws_in_place(finished_job: Evaluation) -> None:
     progress.close()
     text = out.getvalue()
     assert "done 2/2  running 0  queued 0 | passed 2  failed 0  error 0" in text
-    assert "\r\x1b[J" in text  # the block is cleared before it is drawn again
+    # A bar per agent and model, with its count and running pass rate.
+    assert "reference / none" in text and "2/2" in text and "pass 100%" in text
+    # Redrawn in place: the cursor goes up over the block and erases its lines.
+    assert "\x1b[1A" in text and "\x1b[2K" in text
     assert "ssebench eval: passed   task-0" in text
 
 
