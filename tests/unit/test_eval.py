@@ -32,6 +32,7 @@ from ssebench.evaluation import (
     recorded_grades,
 )
 from ssebench.extensions import ImageRequest, Images, RunHandle, RunSpec
+from ssebench.proxy.keys import RunKey, Spend
 from ssebench.runner import RunSettings
 from ssebench.tasks import Task, load_dataset
 from ssebench.testing.fake import FakeBackend, state_root
@@ -132,7 +133,13 @@ def test_eval_runs_every_task_and_writes_the_report(tmp_path: Path) -> None:
     assert Path(report["log"]).read_text().count("fake: graded passed") == 2
     # Progress goes to stderr, the table and the report's path to stdout.
     assert "ssebench eval: passed" in done.stderr
-    assert done.stdout.splitlines()[0].split()[:5] == ["TASK", "AGENT", "MODEL", "ATTEMPT", "STATUS"]
+    assert done.stdout.splitlines()[0].split()[:5] == [
+        "TASK",
+        "AGENT",
+        "MODEL",
+        "ATTEMPT",
+        "STATUS",
+    ]
     (entry,) = report["entries"]
     assert entry["resolved_rate"]["value"] == 1.0 and entry["counts"]["passed"] == 2
     assert fake_runs_left(tmp_path) == []
@@ -145,9 +152,7 @@ def test_eval_again_skips_graded_tasks_and_rerun_runs_them(tmp_path: Path) -> No
     assert second_done.returncode == 0, second_done.stderr
     second = report_of(second_done)
     assert second["counts"]["skipped"] == 2 and second["counts"]["passed"] == 2
-    assert [task["run_id"] for task in second["runs"]] == [
-        task["run_id"] for task in first["runs"]
-    ]
+    assert [task["run_id"] for task in second["runs"]] == [task["run_id"] for task in first["runs"]]
     assert all(task["skipped"] for task in second["runs"])
     assert "recorded before" in second_done.stdout
     third = report_of(ssebench(*eval_arguments(results, "reference", "--rerun")))
@@ -605,3 +610,179 @@ def test_plain_progress_is_lines(finished_job: Evaluation) -> None:
     progress.close()
     assert "\x1b" not in out.getvalue()
     assert out.getvalue().count("\n") == 1
+
+
+# -- matrices, attempts and --max-spend ----------------------------------------------
+
+
+def test_a_matrix_with_attempts_runs_each_pair_and_resumes_without_running_twice(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results"
+    matrix = ["--agent", "reference", "--agent", "dummy", "--jobs", "2"]
+    done = ssebench(*eval_arguments(results, "reference", *matrix[2:], "--attempts", "2"))
+    assert done.returncode == 0, done.stderr
+    report = report_of(done)
+    assert report["matrix"] == [
+        {"agent": "reference", "model": "none"},
+        {"agent": "dummy", "model": "none"},
+    ]
+    # Interleaved: attempt 1 of every task for every entry, then attempt 2.
+    assert [(run["attempt"], run["task"], run["agent"]) for run in report["runs"]] == [
+        (attempt, task, agent)
+        for attempt in (1, 2)
+        for task in TINY_TASKS
+        for agent in ("reference", "dummy")
+    ]
+    reference, dummy = report["entries"]
+    assert reference["resolved_rate"]["value"] == 1.0 and dummy["resolved_rate"]["value"] == 0.0
+    assert reference["pass_at_k"]["2"]["value"] == 1.0 and dummy["pass_at_k"]["2"]["value"] == 0.0
+    assert [task["passed"] for task in reference["tasks"]] == [2, 2]
+    assert [a["status"] for a in dummy["tasks"][0]["attempts"]] == ["failed", "failed"]
+    assert "reference / none: resolved 4/4" in done.stdout
+    # A third attempt: only the new runs happen; the 8 recorded grades are kept.
+    more = report_of(
+        ssebench(*eval_arguments(results, "reference", *matrix[2:], "--attempts", "3"))
+    )
+    assert more["counts"]["total"] == 12 and more["counts"]["skipped"] == 8
+    new = [run for run in more["runs"] if not run["skipped"]]
+    assert {run["attempt"] for run in new} == {3} and len(new) == 4
+    recorded = [
+        path for path in results.glob("*/none/*/*/summary.json") if not path.parent.is_symlink()
+    ]
+    assert len(recorded) == 12  # nothing ran twice
+
+
+def test_a_matrix_file_names_the_pairs(tmp_path: Path) -> None:
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text("- agent: dummy\n- {agent: reference}\n")
+    done = ssebench(
+        "eval", "--backend", "fake", "--dataset", str(TINY_DATASET), "--matrix", str(matrix),
+        "--results", str(tmp_path / "r"), "--tasks", "tiny-add",
+    )  # fmt: skip
+    report = report_of(done)
+    assert [entry["agent"] for entry in report["entries"]] == ["dummy", "reference"]
+    assert [run["status"] for run in report["runs"]] == ["failed", "passed"]
+
+
+@pytest.mark.parametrize(
+    ("matrix_text", "extra", "expected"),
+    [
+        ("- agent: dummy\n", ["--agent", "dummy"], "--matrix names the agents and models"),
+        ("agent: dummy\n", [], "must hold a list of {agent, model} pairs"),
+        ("- agent: dummy\n  colour: red\n", [], "item 1 must be {agent: NAME, model: NAME}"),
+        ("- [unclosed\n", [], "is not readable YAML or JSON"),
+        ("- agent: dummy\n", ["--attempts", "0"], "--attempts must be at least 1"),
+        ("- agent: dummy\n", ["--max-spend", "0"], "--max-spend must be a positive number"),
+    ],
+)
+def test_bad_matrix_input_is_one_line(
+    tmp_path: Path, matrix_text: str, extra: list[str], expected: str
+) -> None:
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(matrix_text)
+    done = ssebench(
+        "eval", "--backend", "fake", "--dataset", str(TINY_DATASET), "--matrix", str(matrix),
+        "--results", str(tmp_path / "r"), *extra,
+    )  # fmt: skip
+    assert done.returncode == 1, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], lines
+
+
+def test_no_agent_is_one_line(tmp_path: Path) -> None:
+    done = ssebench("eval", "--backend", "fake", "--dataset", str(TINY_DATASET))
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "ssebench: error: Name an agent: --agent NAME (repeatable), or --matrix FILE"
+    )
+
+
+def test_runs_start_interleaved_and_images_are_prepared_once_per_task_and_agent(
+    tmp_path: Path,
+) -> None:
+    backend = CountingBackend()
+    entries = [MatrixEntry("reference"), MatrixEntry("dummy")]
+    limits = Limits.for_jobs(1, preparing=1)
+    job = evaluation(backend, many_tasks(2), tmp_path, limits, entries=entries, attempts=3)
+    started: list[tuple[int, str, str]] = []
+    job.listener = lambda kind, run: (
+        started.append((run.attempt, run.task.id, run.entry.agent)) if kind == "started" else None
+    )
+    job.run()
+    assert started == [
+        (attempt, f"task-{task}", agent)
+        for attempt in (1, 2, 3)
+        for task in (0, 1)
+        for agent in ("reference", "dummy")
+    ]
+    assert sorted(backend.prepared) == ["task-0", "task-0", "task-1", "task-1"]
+    assert [run.status for run in job.runs].count("passed") == 6
+
+
+@dataclasses.dataclass
+class PricedSession:
+    """A model session whose spend is known (usd) or not (None), as the proxy reports."""
+
+    usd: float | None
+    key: Any = dataclasses.field(
+        default_factory=lambda: RunKey(secret="sk-test", model="m", budget=None, managed=False)
+    )
+
+    def env(self) -> dict[str, str]:
+        return {"SSE_BASE_URL": "http://proxy.invalid", "SSE_API_KEY": "sk-test"}
+
+    def finish(self, say: Any) -> Spend | None:
+        return None if self.usd is None else Spend(usd=self.usd, budget=None)
+
+
+@dataclasses.dataclass
+class PricedAccess:
+    usd: float | None
+    opened: int = 0
+
+    def open(self, run_id: str, say: Any) -> PricedSession:
+        self.opened += 1
+        return PricedSession(self.usd)
+
+
+def test_max_spend_stops_starting_runs_once_reached(tmp_path: Path) -> None:
+    entry = MatrixEntry("dummy", "m")
+    access = PricedAccess(usd=0.4)
+    job = evaluation(
+        FakeBackend(), many_tasks(3), tmp_path, Limits.for_jobs(1, preparing=1),
+        entries=[entry], attempts=2, model_access={entry: access}, max_spend=1.0,
+    )  # fmt: skip
+    job.run()
+    statuses = [run.status for run in job.runs]
+    # 0.4 + 0.4 < 1.0 lets the third start; 1.2 >= 1.0 stops the rest.
+    assert statuses == ["failed", "failed", "failed", "not_run", "not_run", "not_run"]
+    assert access.opened == 3
+    reason = "--max-spend 1 USD reached (1.2000 USD spent)"
+    assert [run.error_msg for run in job.runs[3:]] == [reason] * 3
+    report = job.report({"command": "eval"})
+    assert report["max_spend"] == {"usd": 1.0, "stopped": reason}
+    assert report["spend"] == pytest.approx(1.2)
+    assert report["entries"][0]["mean_spend_per_task"]["value"] == pytest.approx(0.4)
+    assert report["entries"][0]["counts"]["not_run"] == 3
+
+
+def test_max_spend_with_an_unknown_spend_stops_starting_runs(tmp_path: Path) -> None:
+    entry = MatrixEntry("dummy", "m")
+    job = evaluation(
+        FakeBackend(), many_tasks(3), tmp_path, Limits.for_jobs(1, preparing=1),
+        entries=[entry, MatrixEntry("reference")], model_access={entry: PricedAccess(None)},
+        max_spend=5.0,
+    )  # fmt: skip
+    job.run()
+    # One at a time: the first run's spend is unknown, so nothing more starts, the
+    # reference runs (which need no key) included: the limit is the evaluation's.
+    assert [run.status for run in job.runs] == ["failed"] + ["not_run"] * 5
+    first = job.runs[0]
+    not_run = [run for run in job.runs if run.status == "not_run"]
+    assert not_run and all(
+        run.error_msg
+        == f"--max-spend 5 USD cannot be held: the spend of run {first.run_id} is unknown "
+        "(the proxy keeps no spend record)"
+        for run in not_run
+    )

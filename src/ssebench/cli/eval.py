@@ -204,8 +204,12 @@ def read_matrix(path: Path) -> list[MatrixEntry]:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"--matrix {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise UserError(f"--matrix {path} is not readable YAML or JSON: {error}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"--matrix {path} cannot be read: {error}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise UserError(f"--matrix {path} is not readable YAML or JSON{where}") from None
     if not isinstance(data, list) or not data:
         raise UserError(f"--matrix {path} must hold a list of {{agent, model}} pairs")
     entries = []
