@@ -71,9 +71,7 @@ def test_eval_pilot_passes_every_task_then_skips_them(tmp_path: Path) -> None:
     again = run_eval(results, new_run_id("eval"))
     assert again["counts"]["skipped"] == len(PILOT_TASKS)
     assert again["counts"]["passed"] == len(PILOT_TASKS)
-    assert [task["run_id"] for task in again["runs"]] == [
-        task["run_id"] for task in report["runs"]
-    ]
+    assert [task["run_id"] for task in again["runs"]] == [task["run_id"] for task in report["runs"]]
 
 
 def test_sigint_leaves_nothing_and_a_second_invocation_finishes(tmp_path: Path) -> None:
