@@ -9,15 +9,14 @@ counts, so a CI log or a pipe reads well.
 from __future__ import annotations
 
 import threading
-from typing import TextIO
-
-from rich.console import Console, Group
-from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn
-from rich.progress import Progress as Bars
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ssebench.evaluation import Evaluation, MatrixEntry, TaskRun
+
+if TYPE_CHECKING:
+    from rich.live import Live
+    from rich.progress import Progress as Bars
+    from rich.progress import TaskID
 
 ACTIVE = ("preparing", "starting", "running", "removing")
 
@@ -61,6 +60,12 @@ class Progress:
         self._bars: Bars | None = None
         self._bar_ids: dict[MatrixEntry, TaskID] = {}
         if live:
+            # Imported here: every other command, and eval off a terminal, goes without.
+            from rich.console import Console
+            from rich.live import Live
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+            from rich.progress import Progress as Bars
+
             console = Console(file=out, force_terminal=True, highlight=False)
             self._bars = Bars(
                 TextColumn("{task.description}"),
@@ -93,7 +98,10 @@ class Progress:
             f"spend {money(self.evaluation.spend())}"
         )
 
-    def _renderable(self) -> Group:
+    def _renderable(self) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
         assert self._bars is not None
         for entry, bar in self._bar_ids.items():
             counts = self.evaluation.counts(entry)
@@ -124,6 +132,8 @@ class Progress:
             line = f"{run.status:<8} {run_name(self.evaluation, run)}{seconds}{detail}"
         with self._lock:
             if self._live is not None:
+                from rich.text import Text
+
                 self._live.console.print(Text(f"ssebench eval: {line}"))
                 self._live.update(self._renderable(), refresh=True)
                 return
