@@ -240,26 +240,31 @@ def spend_of(summary: Mapping[str, Any]) -> float | None:
     return None
 
 
-def recorded_grades(
-    results_root: Path, *, agent: str, model: str | None
-) -> dict[str, list[tuple[Path, dict[str, Any]]]]:
-    """The graded runs of every task for this agent and model, by task ID, oldest first.
+# Recorded grades: by (agent, model label), then by task ID, oldest first.
+Grades = dict[tuple[str, str], dict[str, list[tuple[Path, dict[str, Any]]]]]
+
+
+def all_recorded_grades(results_root: Path) -> Grades:
+    """The graded runs under results_root, by agent and model, then task, oldest first.
 
     Graded: summary.json says passed or failed and the run was not stopped (a stopped
     run is graded as far as it got, which is no verdict on the agent).
     """
-    found: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
-    model_label = model or NO_MODEL
+    found: Grades = {}
     for run_dir, summary in iter_summaries(results_root):
         config = summary.get("config") or {}
-        if (
-            config.get("agent") == agent
-            and config.get("model") == model_label
-            and summary.get("status") in GRADED
-            and not summary.get("stopped")
-        ):
-            found.setdefault(str(summary.get("task")), []).append((run_dir, summary))
+        if summary.get("status") in GRADED and not summary.get("stopped"):
+            pair = (str(config.get("agent")), str(config.get("model")))
+            by_task = found.setdefault(pair, {})
+            by_task.setdefault(str(summary.get("task")), []).append((run_dir, summary))
     return found
+
+
+def recorded_grades(
+    results_root: Path, *, agent: str, model: str | None
+) -> dict[str, list[tuple[Path, dict[str, Any]]]]:
+    """The graded runs of every task for this agent and model, by task ID, oldest first."""
+    return all_recorded_grades(results_root).get((agent, model or NO_MODEL), {})
 
 
 class _Gates:
@@ -505,12 +510,11 @@ class Evaluation:
         # Images by (task, agent): an Images, or why they could not be prepared.
         self._images: dict[tuple[str, str], Images | str] = {}
         self._image_locks: dict[tuple[str, str], threading.Lock] = {}
+        recorded = {} if rerun else all_recorded_grades(results_root)
         for entry in self.entries:
-            recorded = (
-                {} if rerun else recorded_grades(results_root, agent=entry.agent, model=entry.model)
-            )
             # The newest `attempts` grades of each task stand for its first attempts.
-            kept = {task: grades[-attempts:] for task, grades in recorded.items()}
+            by_task = recorded.get((entry.agent, entry.model_label), {})
+            kept = {task: grades[-attempts:] for task, grades in by_task.items()}
             for run in self.runs:
                 if run.entry != entry:
                     continue
