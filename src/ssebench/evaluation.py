@@ -199,6 +199,8 @@ class TaskRun:
     start_attempts: int = 0
     retries: list[str] = field(default_factory=list)
     spend: float | None = None
+    # True once the run got its model key: only then can it have spent anything.
+    model_key: bool = False
     started: float | None = None
     finished: float | None = None
     settings: RunSettings | None = None
@@ -576,14 +578,7 @@ class Evaluation:
         if spent >= self.max_spend:
             reason = f"--max-spend {self.max_spend:g} USD reached ({spent:.4f} USD spent)"
         else:
-            unknown = [
-                run
-                for run in finished
-                if run.entry in self.model_access
-                and run.spend is None
-                and run.run_dir is not None
-                and run.status not in (None, "not_run")
-            ]
+            unknown = [run for run in finished if run.model_key and run.spend is None]
             if unknown:
                 reason = (
                     f"--max-spend {self.max_spend:g} USD cannot be held: the spend of run "
@@ -767,6 +762,7 @@ class Evaluation:
             if access is not None:
                 with self._model_lock:
                     session = access.open(settings.run_id, self.say)
+                run.model_key = True
                 settings = dataclasses.replace(settings, model_env=session.env())
             images = self._images[(run.task.id, run.entry.agent)]
             assert not isinstance(images, str), "only runs with images reach a worker"

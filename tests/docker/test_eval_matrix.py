@@ -179,17 +179,20 @@ def test_max_spend_through_the_real_proxy_stops_part_way(
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = report_from(done.stdout)
-    statuses = [run["status"] for run in report["runs"]]
-    assert len(statuses) == 4
+    assert len(report["runs"]) == 4
     finished = [run for run in report["runs"] if run["status"] != "not_run"]
-    # --jobs 2: the first two runs start together; both end, then nothing more starts.
-    assert 1 <= len(finished) <= 2 and statuses[: len(finished)] == ["failed"] * len(finished)
-    assert all(run["spend"] is None for run in finished)
+    # --jobs 2: two runs start together (which two depends on whose images are ready
+    # first); once one ends with no spend on record, nothing more starts.
+    assert 1 <= len(finished) <= 2, report["runs"]
+    assert all(run["status"] == "failed" and run["spend"] is None for run in finished), finished
     not_run = [run for run in report["runs"] if run["status"] == "not_run"]
     assert len(not_run) == 4 - len(finished)
     reason = report["max_spend"]["stopped"]
-    assert reason.startswith("--max-spend 5 USD cannot be held: the spend of run ")
-    assert reason.endswith("is unknown (the proxy keeps no spend record)")
+    assert reason in {
+        f"--max-spend 5 USD cannot be held: the spend of run {run['run_id']} is unknown "
+        "(the proxy keeps no spend record)"
+        for run in finished
+    }
     assert all(run["error_msg"] == reason and run["run_dir"] is None for run in not_run)
     assert f"not started: {reason}" in done.stdout
     chats = [r for r in model_stack.requests(model) if str(r["path"]).endswith("/completions")]

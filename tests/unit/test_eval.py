@@ -786,3 +786,22 @@ def test_max_spend_with_an_unknown_spend_stops_starting_runs(tmp_path: Path) -> 
         "(the proxy keeps no spend record)"
         for run in not_run
     )
+
+
+def test_a_run_that_never_got_its_model_key_spent_nothing(tmp_path: Path) -> None:
+    class FirstOpenFails(PricedAccess):
+        def open(self, run_id: str, say: Any) -> PricedSession:
+            self.opened += 1
+            if self.opened == 1:
+                raise UserError("docker compose up failed")
+            return PricedSession(self.usd)
+
+    entry = MatrixEntry("dummy", "m")
+    job = evaluation(
+        FakeBackend(), many_tasks(3), tmp_path, Limits.for_jobs(1, preparing=1),
+        entries=[entry], model_access={entry: FirstOpenFails(0.1)}, max_spend=5.0,
+    )  # fmt: skip
+    job.run()
+    assert [run.status for run in job.runs] == ["error", "failed", "failed"]
+    assert job.runs[0].error_msg == "docker compose up failed"
+    assert job.spend_stop is None
