@@ -582,7 +582,7 @@ def finished_job(tmp_path: Path) -> Iterator[Evaluation]:
 
 
 def test_live_progress_redraws_in_place(finished_job: Evaluation) -> None:
-    from ssebench.cli.eval import Progress
+    from ssebench.cli.eval_display import Progress
 
     out = io.StringIO()
     progress = Progress(finished_job, out, live=True)
@@ -601,7 +601,7 @@ def test_live_progress_redraws_in_place(finished_job: Evaluation) -> None:
 
 
 def test_plain_progress_is_lines(finished_job: Evaluation) -> None:
-    from ssebench.cli.eval import Progress
+    from ssebench.cli.eval_display import Progress
 
     out = io.StringIO()
     progress = Progress(finished_job, out, live=False)

@@ -51,8 +51,12 @@ def run_name(evaluation: Evaluation, run: TaskRun) -> str:
 class Progress:
     """The live display (live=True) or the plain lines (live=False) of an evaluation."""
 
-    def __init__(self, evaluation: Evaluation, out: TextIO, *, live: bool) -> None:
+    def __init__(
+        self, evaluation: Evaluation, out: TextIO, *, live: bool, command: str = "ssebench eval"
+    ) -> None:
         self.evaluation = evaluation
+        # Each line starts with the command that runs the evaluation (eval, dataset check).
+        self.command = command
         self.out = out
         self.live = live
         self._lock = threading.Lock()
@@ -119,7 +123,7 @@ class Progress:
             for run in self.evaluation.runs
             if run.state in ACTIVE
         ]
-        return Group(Text(f"ssebench eval: {self.status_line()}"), self._bars, *active)
+        return Group(Text(f"{self.command}: {self.status_line()}"), self._bars, *active)
 
     def event(self, kind: str, run: TaskRun) -> None:
         if kind == "started":
@@ -134,10 +138,10 @@ class Progress:
             if self._live is not None:
                 from rich.text import Text
 
-                self._live.console.print(Text(f"ssebench eval: {line}"))
+                self._live.console.print(Text(f"{self.command}: {line}"))
                 self._live.update(self._renderable(), refresh=True)
                 return
-            self.out.write(f"ssebench eval: {line}  [{self.status_line()}]\n")
+            self.out.write(f"{self.command}: {line}  [{self.status_line()}]\n")
             self.out.flush()
 
     def refresh(self) -> None:
