@@ -1,6 +1,10 @@
 """Evaluating a whole dataset: every task an ordinary run, several at once (`ssebench eval`).
 
-Each task goes through these states, and each step has a limit of its own:
+An evaluation is a matrix: each entry (an agent with a model) runs every task `attempts`
+times. The runs are queued interleaved (attempt 1 of every task for every entry, then
+attempt 2, ...), so an evaluation stopped part way has comparable partial results.
+
+Each run goes through these states, and each step has a limit of its own:
 
     queued -> preparing -> ready -> starting -> running -> removing -> done
               |                     |                      |
@@ -12,11 +16,16 @@ Each task goes through these states, and each step has a limit of its own:
               <------------- at most `jobs` tasks from starting to done ------------->
 
 A run is Runner.run with the same settings as `ssebench run`, so it has its own run
-directory and summary.json. Starting and removing have separate limits so that on a
-full cluster, where a start waits for room, the removals that make room never queue
-behind it. A task whose grade is already recorded under the results folder (same task,
-agent and model; passed or failed; not stopped) is skipped unless rerun is asked for,
-so running the same evaluation again finishes what is left.
+directory and summary.json. Images are prepared once per task and agent. Starting and
+removing have separate limits so that on a full cluster, where a start waits for room,
+the removals that make room never queue behind it. Grades already recorded under the
+results folder (same task, agent and model; passed or failed; not stopped) count as
+attempts, newest first, unless rerun is asked for, so running the same evaluation
+again finishes what is left and runs nothing twice.
+
+max_spend stops starting runs once the runs of this invocation have spent that much
+(or once a run's spend cannot be known): the runs not started are not_run, with the
+reason.
 
 request_stop() (the CLI calls it on SIGINT/SIGTERM) starts nothing more and stops the
 running runs through their StopRequest, so each is graded as far as it got, recorded
@@ -56,7 +65,7 @@ from ssebench.tasks import Task
 if TYPE_CHECKING:
     from ssebench.proxy import ModelAccessPlan, ModelSession
 
-REPORT_SCHEMA = 1
+REPORT_SCHEMA = 2
 GRADED = ("passed", "failed")
 
 State = Literal["queued", "preparing", "ready", "starting", "running", "removing", "done"]
@@ -154,11 +163,33 @@ def default_jobs(backend: Backend, cores: int | None) -> int:
     return backend.default_parallel_runs or max(1, cores or 1)
 
 
+@dataclass(frozen=True)
+class MatrixEntry:
+    """One agent with one model (None: the agent needs none)."""
+
+    agent: str
+    model: str | None = None
+
+    @property
+    def model_label(self) -> str:
+        return self.model or NO_MODEL
+
+    @property
+    def label(self) -> str:
+        return f"{self.agent} / {self.model_label}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"agent": self.agent, "model": self.model_label}
+
+
 @dataclass
 class TaskRun:
-    """One task of the evaluation, as it goes. Changed by the worker that holds it."""
+    """One attempt of one task by one matrix entry, as it goes. Changed by the worker
+    that holds it."""
 
     task: Task
+    entry: MatrixEntry = MatrixEntry("reference")
+    attempt: int = 1
     state: State = "queued"
     status: Status | None = None
     skipped: bool = False
@@ -168,6 +199,8 @@ class TaskRun:
     start_attempts: int = 0
     retries: list[str] = field(default_factory=list)
     spend: float | None = None
+    # True once the run got its model key: only then can it have spent anything.
+    model_key: bool = False
     started: float | None = None
     finished: float | None = None
     settings: RunSettings | None = None
@@ -184,6 +217,9 @@ class TaskRun:
     def to_json(self) -> dict[str, Any]:
         return {
             "task": self.task.id,
+            "agent": self.entry.agent,
+            "model": self.entry.model_label,
+            "attempt": self.attempt,
             "status": self.status,
             "skipped": self.skipped,
             "run_id": self.run_id,
@@ -206,26 +242,31 @@ def spend_of(summary: Mapping[str, Any]) -> float | None:
     return None
 
 
-def recorded_grades(
-    results_root: Path, *, agent: str, model: str | None
-) -> dict[str, tuple[Path, dict[str, Any]]]:
-    """The newest graded run of every task for this agent and model, by task ID.
+# Recorded grades: by (agent, model label), then by task ID, oldest first.
+Grades = dict[tuple[str, str], dict[str, list[tuple[Path, dict[str, Any]]]]]
+
+
+def all_recorded_grades(results_root: Path) -> Grades:
+    """The graded runs under results_root, by agent and model, then task, oldest first.
 
     Graded: summary.json says passed or failed and the run was not stopped (a stopped
     run is graded as far as it got, which is no verdict on the agent).
     """
-    found: dict[str, tuple[Path, dict[str, Any]]] = {}
-    model_label = model or NO_MODEL
+    found: Grades = {}
     for run_dir, summary in iter_summaries(results_root):
         config = summary.get("config") or {}
-        if (
-            config.get("agent") == agent
-            and config.get("model") == model_label
-            and summary.get("status") in GRADED
-            and not summary.get("stopped")
-        ):
-            found[str(summary.get("task"))] = (run_dir, summary)  # oldest first: newest wins
+        if summary.get("status") in GRADED and not summary.get("stopped"):
+            pair = (str(config.get("agent")), str(config.get("model")))
+            by_task = found.setdefault(pair, {})
+            by_task.setdefault(str(summary.get("task")), []).append((run_dir, summary))
     return found
+
+
+def recorded_grades(
+    results_root: Path, *, agent: str, model: str | None
+) -> dict[str, list[tuple[Path, dict[str, Any]]]]:
+    """The graded runs of every task for this agent and model, by task ID, oldest first."""
+    return all_recorded_grades(results_root).get((agent, model or NO_MODEL), {})
 
 
 class _Gates:
@@ -406,38 +447,55 @@ Listener = Callable[[str, TaskRun], None]
 
 
 class Evaluation:
-    """Runs every task of tasks through the Runner, at most limits.jobs at once.
+    """Runs every task of tasks `attempts` times for every matrix entry through the
+    Runner, at most limits.jobs at once.
 
-    settings_for(task) gives the run's settings (a new run ID each call). listener, if
-    given, is called from the workers with ("started" | "finished", task run).
+    settings_for(run) gives the run's settings (a new run ID each call). model_access
+    holds the plan for each entry that uses a model key. listener, if given, is called
+    from the workers with ("started" | "finished", task run).
     """
 
     def __init__(
         self,
         backend: Backend,
         tasks: Sequence[Task],
-        settings_for: Callable[[Task], RunSettings],
+        settings_for: Callable[[TaskRun], RunSettings],
         *,
-        agent: str,
-        model: str | None,
+        entries: Sequence[MatrixEntry],
+        attempts: int = 1,
         results_root: Path,
         limits: Limits,
         retry: RetryPolicy | None = None,
         rerun: bool = False,
         log: TextIO,
         listener: Listener | None = None,
-        model_access: ModelAccessPlan | None = None,
+        model_access: Mapping[MatrixEntry, ModelAccessPlan] | None = None,
+        max_spend: float | None = None,
     ) -> None:
+        if attempts < 1:
+            raise UserError("--attempts must be at least 1")
+        if not entries:
+            raise UserError("An evaluation needs at least one agent")
         self.backend = backend
         self.settings_for = settings_for
+        self.entries = list(dict.fromkeys(entries))
+        self.attempts = attempts
         self.limits = limits
         self.retry = retry or RetryPolicy()
         self.log = log
         self.listener = listener
-        self.model_access = model_access
+        self.model_access = dict(model_access or {})
+        self.max_spend = max_spend
+        self.spend_stop: str | None = None
         # Opening a key may start the local proxy stack: one at a time.
         self._model_lock = threading.Lock()
-        self.runs = [TaskRun(task=task) for task in tasks]
+        # Interleaved: every entry's attempt n of a task before any attempt n + 1.
+        self.runs = [
+            TaskRun(task=task, entry=entry, attempt=attempt)
+            for attempt in range(1, attempts + 1)
+            for task in tasks
+            for entry in self.entries
+        ]
         self.started_at = utc_now()
         self.started = time.monotonic()
         self.finished_at: str | None = None
@@ -451,19 +509,31 @@ class Evaluation:
         self._all_done = threading.Event()
         self._preparers_left = 0
         self._left = 0
-        self._images: dict[str, Images] = {}
-        recorded = {} if rerun else recorded_grades(results_root, agent=agent, model=model)
+        # Images by (task, agent): an Images, or why they could not be prepared.
+        self._images: dict[tuple[str, str], Images | str] = {}
+        self._image_locks: dict[tuple[str, str], threading.Lock] = {}
+        recorded = {} if rerun else all_recorded_grades(results_root)
+        for entry in self.entries:
+            # The newest `attempts` grades of each task stand for its first attempts.
+            by_task = recorded.get((entry.agent, entry.model_label), {})
+            kept = {task: grades[-attempts:] for task, grades in by_task.items()}
+            for run in self.runs:
+                if run.entry != entry:
+                    continue
+                grades = kept.get(run.task.id, [])
+                if run.attempt <= len(grades):
+                    self._mark_recorded(run, *grades[run.attempt - 1])
         for run in self.runs:
-            previous = recorded.get(run.task.id)
-            if previous is None:
+            if not run.skipped:
                 self._to_prepare.put(run)
-                continue
-            run_dir, summary = previous
-            run.state, run.skipped, run.run_dir = "done", True, run_dir
-            run.status = "passed" if summary.get("status") == "passed" else "failed"
-            run.run_id = str(summary.get("run_id"))
-            run.error_msg = summary.get("error_msg")
-            run.spend = spend_of(summary)
+
+    @staticmethod
+    def _mark_recorded(run: TaskRun, run_dir: Path, summary: Mapping[str, Any]) -> None:
+        run.state, run.skipped, run.run_dir = "done", True, run_dir
+        run.status = "passed" if summary.get("status") == "passed" else "failed"
+        run.run_id = str(summary.get("run_id"))
+        run.error_msg = summary.get("error_msg")
+        run.spend = spend_of(summary)
 
     # -- watching ------------------------------------------------------------------
 
@@ -472,8 +542,8 @@ class Evaluation:
             self.log.write(f"ssebench: {message}\n")
             self.log.flush()
 
-    def counts(self) -> Counts:
-        runs = list(self.runs)
+    def counts(self, entry: MatrixEntry | None = None) -> Counts:
+        runs = [run for run in self.runs if entry is None or run.entry == entry]
         by_status = {status: sum(run.status == status for run in runs) for status in STATUSES}
         return Counts(
             total=len(runs),
@@ -490,6 +560,36 @@ class Evaluation:
     def spend(self) -> float | None:
         spends = [run.spend for run in self.runs if run.spend is not None and not run.skipped]
         return round(sum(spends), 6) if spends else None
+
+    def _spend_limit_reached(self) -> str | None:
+        """Why no more runs may start under max_spend, or None while they may.
+
+        Only the runs of this invocation count. A run that used a model key but has no
+        spend on record (a proxy without its database keeps none) makes the limit
+        impossible to hold, so it stops the evaluation as reaching it would.
+        """
+        if self.max_spend is None:
+            return None
+        if self.spend_stop is not None:
+            return self.spend_stop
+        finished = [run for run in self.runs if run.state == "done" and not run.skipped]
+        spent = sum(run.spend or 0.0 for run in finished)
+        reason: str | None = None
+        if spent >= self.max_spend:
+            reason = f"--max-spend {self.max_spend:g} USD reached ({spent:.4f} USD spent)"
+        else:
+            unknown = [run for run in finished if run.model_key and run.spend is None]
+            if unknown:
+                reason = (
+                    f"--max-spend {self.max_spend:g} USD cannot be held: the spend of run "
+                    f"{unknown[0].run_id} is unknown (the proxy keeps no spend record)"
+                )
+        if reason is not None:
+            with self._lock:
+                if self.spend_stop is None:
+                    self.spend_stop = reason
+                    self.say(f"not starting more runs: {reason}")
+        return reason
 
     def finished(self) -> bool:
         return self._all_done.is_set()
@@ -566,19 +666,16 @@ class Evaluation:
                 if self._stopping:
                     self._finish(run, "not_run")
                     continue
+                limit = self._spend_limit_reached()
+                if limit is not None:
+                    self._finish(run, "not_run", limit)
+                    continue
                 run.state = "preparing"
-                try:
-                    run.settings = self.settings_for(run.task)
-                    with self._gates.preparing:
-                        prepared = self.backend.prepare_images(run.settings.image_request())
-                except SsebenchError as error:
-                    self._finish(run, "error", f"Images not prepared: {error}")
+                run.settings = self.settings_for(run)
+                prepared = self._prepare(run, run.settings)
+                if isinstance(prepared, str):
+                    self._finish(run, "error", prepared)
                     continue
-                except Exception as error:  # a bug: keep the evaluation going, log it
-                    self._log_traceback(run, error)
-                    self._finish(run, "error", f"Images not prepared: {type(error).__name__}")
-                    continue
-                self._images[run.task.id] = prepared
                 run.state = "ready"
                 self._ready.put(run)
         finally:
@@ -588,6 +685,26 @@ class Evaluation:
             if last:
                 for _ in range(self.limits.jobs):
                     self._ready.put(None)
+
+    def _prepare(self, run: TaskRun, settings: RunSettings) -> Images | str:
+        """The run's images, prepared once per task and agent; or why they are not."""
+        key = (run.task.id, run.entry.agent)
+        with self._lock:
+            lock = self._image_locks.setdefault(key, threading.Lock())
+        with lock:
+            if key in self._images:
+                return self._images[key]
+            prepared: Images | str
+            try:
+                with self._gates.preparing:
+                    prepared = self.backend.prepare_images(settings.image_request())
+            except SsebenchError as error:
+                prepared = f"Images not prepared: {error}"
+            except Exception as error:  # a bug: keep the evaluation going, log it
+                self._log_traceback(run, error)
+                prepared = f"Images not prepared: {type(error).__name__}"
+            self._images[key] = prepared
+            return prepared
 
     def _run_worker(self) -> None:
         while True:
@@ -601,6 +718,10 @@ class Evaluation:
                     run.stop = stop
             if stopping:
                 self._finish(run, "not_run")
+                continue
+            limit = self._spend_limit_reached()
+            if limit is not None:
+                self._finish(run, "not_run", limit)
                 continue
             try:
                 self._run_one(run, stop)
@@ -637,11 +758,15 @@ class Evaluation:
         failure: BaseException | None = None
         session: ModelSession | None = None
         try:
-            if self.model_access is not None:
+            access = self.model_access.get(run.entry)
+            if access is not None:
                 with self._model_lock:
-                    session = self.model_access.open(settings.run_id, self.say)
+                    session = access.open(settings.run_id, self.say)
+                run.model_key = True
                 settings = dataclasses.replace(settings, model_env=session.env())
-            runner.run(settings, self._images[run.task.id], stop, model_session=session)
+            images = self._images[(run.task.id, run.entry.agent)]
+            assert not isinstance(images, str), "only runs with images reach a worker"
+            runner.run(settings, images, stop, model_session=session)
         except Exception as error:  # recorded by the runner; reported below
             failure = error
         finally:
@@ -674,13 +799,23 @@ class Evaluation:
     # -- the report ----------------------------------------------------------------
 
     def report(self, extra: Mapping[str, Any]) -> dict[str, Any]:
+        """The report (schema 2, docs/evaluation.md): the runs, and per matrix entry
+        its counts and statistics."""
+        from ssebench.reports.summary import summarize_entries
+
+        runs = [run.to_json() for run in self.runs]
         return {
             "schema": REPORT_SCHEMA,
             **extra,
+            "matrix": [entry.to_json() for entry in self.entries],
+            "attempts": self.attempts,
             "started_at": self.started_at,
             "finished_at": self.finished_at or utc_now(),
             "elapsed_seconds": round(self.elapsed(), 3),
             "interrupted": self.interrupted,
+            "max_spend": None
+            if self.max_spend is None
+            else {"usd": self.max_spend, "stopped": self.spend_stop},
             "limits": {
                 "jobs": self.limits.jobs,
                 "preparing": self.limits.preparing,
@@ -690,8 +825,12 @@ class Evaluation:
             },
             "counts": self.counts().to_json(),
             "spend": self.spend(),
-            "tasks": [run.to_json() for run in self.runs],
+            "entries": summarize_entries(runs, self.matrix_labels(), self.attempts),
+            "runs": runs,
         }
+
+    def matrix_labels(self) -> list[tuple[str, str]]:
+        return [(entry.agent, entry.model_label) for entry in self.entries]
 
 
 STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "stopped", "not_run")

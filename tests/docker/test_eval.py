@@ -59,10 +59,10 @@ def run_eval(results: Path, prefix: str) -> dict[str, Any]:
 def test_eval_pilot_passes_every_task_then_skips_them(tmp_path: Path) -> None:
     results = tmp_path / "results"
     report = run_eval(results, new_run_id("eval"))
-    assert [task["task"] for task in report["tasks"]] == PILOT_TASKS
+    assert [task["task"] for task in report["runs"]] == PILOT_TASKS
     assert report["counts"]["passed"] == len(PILOT_TASKS), report
     assert report["backend"] == "docker" and report["limits"]["jobs"] == 2
-    for task in report["tasks"]:
+    for task in report["runs"]:
         summary = json.loads((Path(task["run_dir"]) / "summary.json").read_text())
         assert summary["status"] == "passed" and summary["exit_code"] == 0, summary
         assert (Path(task["run_dir"]) / "final.patch").read_text().strip()
@@ -71,9 +71,7 @@ def test_eval_pilot_passes_every_task_then_skips_them(tmp_path: Path) -> None:
     again = run_eval(results, new_run_id("eval"))
     assert again["counts"]["skipped"] == len(PILOT_TASKS)
     assert again["counts"]["passed"] == len(PILOT_TASKS)
-    assert [task["run_id"] for task in again["tasks"]] == [
-        task["run_id"] for task in report["tasks"]
-    ]
+    assert [task["run_id"] for task in again["runs"]] == [task["run_id"] for task in report["runs"]]
 
 
 def test_sigint_leaves_nothing_and_a_second_invocation_finishes(tmp_path: Path) -> None:
@@ -96,7 +94,7 @@ def test_sigint_leaves_nothing_and_a_second_invocation_finishes(tmp_path: Path) 
     assert process.returncode == 130, stderr[-3000:]
     first = report_from(stdout)
     assert first["interrupted"] is True
-    statuses = [task["status"] for task in first["tasks"]]
+    statuses = [task["status"] for task in first["runs"]]
     assert set(statuses) <= {"passed", "stopped", "not_run"}, first
     assert "passed" in statuses and statuses.count("passed") < len(PILOT_TASKS), statuses
     assert leftovers() == []
@@ -104,6 +102,6 @@ def test_sigint_leaves_nothing_and_a_second_invocation_finishes(tmp_path: Path) 
     second = run_eval(results, new_run_id("evalrest"))
     assert second["counts"]["passed"] == len(PILOT_TASKS), second
     assert second["counts"]["skipped"] == statuses.count("passed")
-    rerun = {task["task"] for task in second["tasks"] if not task["skipped"]}
-    assert rerun == {task["task"] for task in first["tasks"] if task["status"] != "passed"}
+    rerun = {task["task"] for task in second["runs"] if not task["skipped"]}
+    assert rerun == {task["task"] for task in first["runs"] if task["status"] != "passed"}
     assert leftovers() == []

@@ -52,7 +52,7 @@ def test_eval_over_the_pilot_as_jobs(
     report = json.loads(Path(last.removeprefix("report: ")).read_text())
     assert report["backend"] == "kubernetes" and report["limits"]["jobs"] == 4
     assert report["counts"]["passed"] == len(PILOT.tasks), report["counts"]
-    for task in report["tasks"]:
+    for task in report["runs"]:
         summary = json.loads((Path(task["run_dir"]) / "summary.json").read_text())
         assert summary["config"]["backend"] == "kubernetes"
         assert summary["status"] == "passed", summary

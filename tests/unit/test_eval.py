@@ -24,6 +24,7 @@ from ssebench.errors import BackendError, ImageUnavailableError, UserError
 from ssebench.evaluation import (
     Evaluation,
     Limits,
+    MatrixEntry,
     RetryPolicy,
     TaskRun,
     default_jobs,
@@ -31,6 +32,7 @@ from ssebench.evaluation import (
     recorded_grades,
 )
 from ssebench.extensions import ImageRequest, Images, RunHandle, RunSpec
+from ssebench.proxy.keys import RunKey, Spend
 from ssebench.runner import RunSettings
 from ssebench.tasks import Task, load_dataset
 from ssebench.testing.fake import FakeBackend, state_root
@@ -91,10 +93,11 @@ def test_eval_runs_every_task_and_writes_the_report(tmp_path: Path) -> None:
     done = ssebench(*eval_arguments(tmp_path / "results", "reference", "--jobs", "2"))
     assert done.returncode == 0, done.stderr
     report = report_of(done)
-    assert report["schema"] == 1
+    assert report["schema"] == 2
     assert report["command"] == "eval"
     assert report["dataset"] == {"name": "tiny", "version": "1", "path": str(TINY_DATASET)}
-    assert (report["agent"], report["model"], report["backend"]) == ("reference", "none", "fake")
+    assert report["matrix"] == [{"agent": "reference", "model": "none"}]
+    assert (report["attempts"], report["backend"]) == (1, "fake")
     assert report["interrupted"] is False
     assert report["limits"]["jobs"] == 2
     assert report["counts"] == {
@@ -106,10 +109,13 @@ def test_eval_runs_every_task_and_writes_the_report(tmp_path: Path) -> None:
         "not_run": 0,
         "skipped": 0,
     }
-    assert [task["task"] for task in report["tasks"]] == TINY_TASKS
-    for task in report["tasks"]:
+    assert [task["task"] for task in report["runs"]] == TINY_TASKS
+    for task in report["runs"]:
         assert set(task) == {
             "task",
+            "agent",
+            "model",
+            "attempt",
             "status",
             "skipped",
             "run_id",
@@ -127,7 +133,15 @@ def test_eval_runs_every_task_and_writes_the_report(tmp_path: Path) -> None:
     assert Path(report["log"]).read_text().count("fake: graded passed") == 2
     # Progress goes to stderr, the table and the report's path to stdout.
     assert "ssebench eval: passed" in done.stderr
-    assert done.stdout.splitlines()[0].split()[:2] == ["TASK", "STATUS"]
+    assert done.stdout.splitlines()[0].split()[:5] == [
+        "TASK",
+        "AGENT",
+        "MODEL",
+        "ATTEMPT",
+        "STATUS",
+    ]
+    (entry,) = report["entries"]
+    assert entry["resolved_rate"]["value"] == 1.0 and entry["counts"]["passed"] == 2
     assert fake_runs_left(tmp_path) == []
 
 
@@ -138,15 +152,13 @@ def test_eval_again_skips_graded_tasks_and_rerun_runs_them(tmp_path: Path) -> No
     assert second_done.returncode == 0, second_done.stderr
     second = report_of(second_done)
     assert second["counts"]["skipped"] == 2 and second["counts"]["passed"] == 2
-    assert [task["run_id"] for task in second["tasks"]] == [
-        task["run_id"] for task in first["tasks"]
-    ]
-    assert all(task["skipped"] for task in second["tasks"])
+    assert [task["run_id"] for task in second["runs"]] == [task["run_id"] for task in first["runs"]]
+    assert all(task["skipped"] for task in second["runs"])
     assert "recorded before" in second_done.stdout
     third = report_of(ssebench(*eval_arguments(results, "reference", "--rerun")))
     assert third["counts"]["skipped"] == 0 and third["counts"]["passed"] == 2
-    assert {task["run_id"] for task in third["tasks"]}.isdisjoint(
-        task["run_id"] for task in first["tasks"]
+    assert {task["run_id"] for task in third["runs"]}.isdisjoint(
+        task["run_id"] for task in first["runs"]
     )
     # Another agent has no grades yet: nothing skipped.
     dummy = report_of(ssebench(*eval_arguments(results, "dummy")))
@@ -158,8 +170,8 @@ def test_eval_selects_tasks_and_prefixes_run_ids(tmp_path: Path) -> None:
         *eval_arguments(tmp_path / "r", "reference", "--tasks", "tiny-mul", "--run-id-prefix", "p1")
     )
     report = report_of(done)
-    assert [task["task"] for task in report["tasks"]] == ["tiny-mul"]
-    assert report["tasks"][0]["run_id"].startswith("p1-")
+    assert [task["task"] for task in report["runs"]] == ["tiny-mul"]
+    assert report["runs"][0]["run_id"].startswith("p1-")
 
 
 def test_eval_report_option_names_the_file(tmp_path: Path) -> None:
@@ -215,9 +227,9 @@ def test_sigint_stops_records_and_a_second_invocation_finishes(tmp_path: Path) -
     assert "SIGINT: stopping the running runs" in stderr
     report = json.loads(Path(stdout.strip().splitlines()[-1].removeprefix("report: ")).read_text())
     assert report["interrupted"] is True
-    statuses = [task["status"] for task in report["tasks"]]
+    statuses = [task["status"] for task in report["runs"]]
     assert "stopped" in statuses and set(statuses) <= {"stopped", "not_run"}
-    for task in report["tasks"]:
+    for task in report["runs"]:
         if task["status"] == "stopped":
             summary = json.loads((Path(task["run_dir"]) / "summary.json").read_text())
             assert summary["stopped"] is True and summary["exit_code"] == 143
@@ -251,8 +263,8 @@ def test_sigint_with_one_job_leaves_the_queued_task_not_run(tmp_path: Path) -> N
     stdout, _ = process.communicate(timeout=60)
     assert process.returncode == 143
     report = json.loads(Path(stdout.strip().splitlines()[-1].removeprefix("report: ")).read_text())
-    assert [task["status"] for task in report["tasks"]] == ["stopped", "not_run"]
-    assert report["tasks"][1]["run_dir"] is None
+    assert [task["status"] for task in report["runs"]] == ["stopped", "not_run"]
+    assert report["runs"][1]["run_dir"] is None
     assert not (results / TINY_TASKS[1]).exists()
     assert fake_runs_left(results) == []
 
@@ -338,14 +350,18 @@ def evaluation(
     agent: str = "reference",
     retry: RetryPolicy | None = None,
     rerun: bool = False,
+    entries: list[MatrixEntry] | None = None,
+    attempts: int = 1,
+    model_access: dict[MatrixEntry, Any] | None = None,
+    max_spend: float | None = None,
 ) -> Evaluation:
     counter = iter(range(10_000))
 
-    def settings_for(task: Task) -> RunSettings:
+    def settings_for(run: TaskRun) -> RunSettings:
         return RunSettings(
-            task=task,
-            agent=load_agent(agent),
-            model=None,
+            task=run.task,
+            agent=load_agent(run.entry.agent),
+            model=run.entry.model,
             run_id=f"ev-{os.getpid()}-{next(counter)}-{random.randrange(10**6)}",
             results_root=results,
             backend="fake",
@@ -355,13 +371,15 @@ def evaluation(
         backend,
         tasks,
         settings_for,
-        agent=agent,
-        model=None,
+        entries=entries or [MatrixEntry(agent)],
+        attempts=attempts,
         results_root=results,
         limits=limits,
         retry=retry or RetryPolicy(attempts=3, first_delay=0.01, max_delay=0.02),
         rerun=rerun,
         log=io.StringIO(),
+        model_access=model_access,
+        max_spend=max_spend,
     )
 
 
@@ -511,7 +529,7 @@ def test_recorded_grades_ignore_errors_stopped_runs_and_other_agents(tmp_path: P
     record("d", "dummy", "2024-1", "failed")
     found = recorded_grades(tmp_path, agent="reference", model=None)
     assert set(found) == {"a"}
-    assert found["a"][1]["run_id"] == "2024-2"  # the newest
+    assert [summary["run_id"] for _, summary in found["a"]] == ["2024-1", "2024-2"]
 
 
 def test_request_stop_stops_running_and_skips_queued(tmp_path: Path) -> None:
@@ -564,7 +582,7 @@ def finished_job(tmp_path: Path) -> Iterator[Evaluation]:
 
 
 def test_live_progress_redraws_in_place(finished_job: Evaluation) -> None:
-    from ssebench.cli.eval import Progress
+    from ssebench.cli.eval_display import Progress
 
     out = io.StringIO()
     progress = Progress(finished_job, out, live=True)
@@ -575,12 +593,15 @@ def test_live_progress_redraws_in_place(finished_job: Evaluation) -> None:
     progress.close()
     text = out.getvalue()
     assert "done 2/2  running 0  queued 0 | passed 2  failed 0  error 0" in text
-    assert "\r\x1b[J" in text  # the block is cleared before it is drawn again
+    # A bar per agent and model, with its count and running pass rate.
+    assert "reference / none" in text and "2/2" in text and "pass 100%" in text
+    # Redrawn in place: the cursor goes up over the block and erases its lines.
+    assert "\x1b[1A" in text and "\x1b[2K" in text
     assert "ssebench eval: passed   task-0" in text
 
 
 def test_plain_progress_is_lines(finished_job: Evaluation) -> None:
-    from ssebench.cli.eval import Progress
+    from ssebench.cli.eval_display import Progress
 
     out = io.StringIO()
     progress = Progress(finished_job, out, live=False)
@@ -589,3 +610,198 @@ def test_plain_progress_is_lines(finished_job: Evaluation) -> None:
     progress.close()
     assert "\x1b" not in out.getvalue()
     assert out.getvalue().count("\n") == 1
+
+
+# -- matrices, attempts and --max-spend ----------------------------------------------
+
+
+def test_a_matrix_with_attempts_runs_each_pair_and_resumes_without_running_twice(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results"
+    matrix = ["--agent", "reference", "--agent", "dummy", "--jobs", "2"]
+    done = ssebench(*eval_arguments(results, "reference", *matrix[2:], "--attempts", "2"))
+    assert done.returncode == 0, done.stderr
+    report = report_of(done)
+    assert report["matrix"] == [
+        {"agent": "reference", "model": "none"},
+        {"agent": "dummy", "model": "none"},
+    ]
+    # Interleaved: attempt 1 of every task for every entry, then attempt 2.
+    assert [(run["attempt"], run["task"], run["agent"]) for run in report["runs"]] == [
+        (attempt, task, agent)
+        for attempt in (1, 2)
+        for task in TINY_TASKS
+        for agent in ("reference", "dummy")
+    ]
+    reference, dummy = report["entries"]
+    assert reference["resolved_rate"]["value"] == 1.0 and dummy["resolved_rate"]["value"] == 0.0
+    assert reference["pass_at_k"]["2"]["value"] == 1.0 and dummy["pass_at_k"]["2"]["value"] == 0.0
+    assert [task["passed"] for task in reference["tasks"]] == [2, 2]
+    assert [a["status"] for a in dummy["tasks"][0]["attempts"]] == ["failed", "failed"]
+    assert "reference / none: resolved 4/4" in done.stdout
+    # A third attempt: only the new runs happen; the 8 recorded grades are kept.
+    more = report_of(
+        ssebench(*eval_arguments(results, "reference", *matrix[2:], "--attempts", "3"))
+    )
+    assert more["counts"]["total"] == 12 and more["counts"]["skipped"] == 8
+    new = [run for run in more["runs"] if not run["skipped"]]
+    assert {run["attempt"] for run in new} == {3} and len(new) == 4
+    recorded = [
+        path for path in results.glob("*/none/*/*/summary.json") if not path.parent.is_symlink()
+    ]
+    assert len(recorded) == 12  # nothing ran twice
+
+
+def test_a_matrix_file_names_the_pairs(tmp_path: Path) -> None:
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text("- agent: dummy\n- {agent: reference}\n")
+    done = ssebench(
+        "eval", "--backend", "fake", "--dataset", str(TINY_DATASET), "--matrix", str(matrix),
+        "--results", str(tmp_path / "r"), "--tasks", "tiny-add",
+    )  # fmt: skip
+    report = report_of(done)
+    assert [entry["agent"] for entry in report["entries"]] == ["dummy", "reference"]
+    assert [run["status"] for run in report["runs"]] == ["failed", "passed"]
+
+
+@pytest.mark.parametrize(
+    ("matrix_text", "extra", "expected"),
+    [
+        ("- agent: dummy\n", ["--agent", "dummy"], "--matrix names the agents and models"),
+        ("agent: dummy\n", [], "must hold a list of {agent, model} pairs"),
+        ("- agent: dummy\n  colour: red\n", [], "item 1 must be {agent: NAME, model: NAME}"),
+        ("- [unclosed\n", [], "is not readable YAML or JSON"),
+        ("- agent: dummy\n", ["--attempts", "0"], "--attempts must be at least 1"),
+        ("- agent: dummy\n", ["--max-spend", "0"], "--max-spend must be a positive number"),
+    ],
+)
+def test_bad_matrix_input_is_one_line(
+    tmp_path: Path, matrix_text: str, extra: list[str], expected: str
+) -> None:
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text(matrix_text)
+    done = ssebench(
+        "eval", "--backend", "fake", "--dataset", str(TINY_DATASET), "--matrix", str(matrix),
+        "--results", str(tmp_path / "r"), *extra,
+    )  # fmt: skip
+    assert done.returncode == 1, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0], lines
+
+
+def test_no_agent_is_one_line(tmp_path: Path) -> None:
+    done = ssebench("eval", "--backend", "fake", "--dataset", str(TINY_DATASET))
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "ssebench: error: Name an agent: --agent NAME (repeatable), or --matrix FILE"
+    )
+
+
+def test_runs_start_interleaved_and_images_are_prepared_once_per_task_and_agent(
+    tmp_path: Path,
+) -> None:
+    backend = CountingBackend()
+    entries = [MatrixEntry("reference"), MatrixEntry("dummy")]
+    limits = Limits.for_jobs(1, preparing=1)
+    job = evaluation(backend, many_tasks(2), tmp_path, limits, entries=entries, attempts=3)
+    started: list[tuple[int, str, str]] = []
+    job.listener = lambda kind, run: (
+        started.append((run.attempt, run.task.id, run.entry.agent)) if kind == "started" else None
+    )
+    job.run()
+    assert started == [
+        (attempt, f"task-{task}", agent)
+        for attempt in (1, 2, 3)
+        for task in (0, 1)
+        for agent in ("reference", "dummy")
+    ]
+    assert sorted(backend.prepared) == ["task-0", "task-0", "task-1", "task-1"]
+    assert [run.status for run in job.runs].count("passed") == 6
+
+
+@dataclasses.dataclass
+class PricedSession:
+    """A model session whose spend is known (usd) or not (None), as the proxy reports."""
+
+    usd: float | None
+    key: Any = dataclasses.field(
+        default_factory=lambda: RunKey(secret="sk-test", model="m", budget=None, managed=False)
+    )
+
+    def env(self) -> dict[str, str]:
+        return {"SSE_BASE_URL": "http://proxy.invalid", "SSE_API_KEY": "sk-test"}
+
+    def finish(self, say: Any) -> Spend | None:
+        return None if self.usd is None else Spend(usd=self.usd, budget=None)
+
+
+@dataclasses.dataclass
+class PricedAccess:
+    usd: float | None
+    opened: int = 0
+
+    def open(self, run_id: str, say: Any) -> PricedSession:
+        self.opened += 1
+        return PricedSession(self.usd)
+
+
+def test_max_spend_stops_starting_runs_once_reached(tmp_path: Path) -> None:
+    entry = MatrixEntry("dummy", "m")
+    access = PricedAccess(usd=0.4)
+    job = evaluation(
+        FakeBackend(), many_tasks(3), tmp_path, Limits.for_jobs(1, preparing=1),
+        entries=[entry], attempts=2, model_access={entry: access}, max_spend=1.0,
+    )  # fmt: skip
+    job.run()
+    statuses = [run.status for run in job.runs]
+    # 0.4 + 0.4 < 1.0 lets the third start; 1.2 >= 1.0 stops the rest.
+    assert statuses == ["failed", "failed", "failed", "not_run", "not_run", "not_run"]
+    assert access.opened == 3
+    reason = "--max-spend 1 USD reached (1.2000 USD spent)"
+    assert [run.error_msg for run in job.runs[3:]] == [reason] * 3
+    report = job.report({"command": "eval"})
+    assert report["max_spend"] == {"usd": 1.0, "stopped": reason}
+    assert report["spend"] == pytest.approx(1.2)
+    assert report["entries"][0]["mean_spend_per_task"]["value"] == pytest.approx(0.4)
+    assert report["entries"][0]["counts"]["not_run"] == 3
+
+
+def test_max_spend_with_an_unknown_spend_stops_starting_runs(tmp_path: Path) -> None:
+    entry = MatrixEntry("dummy", "m")
+    job = evaluation(
+        FakeBackend(), many_tasks(3), tmp_path, Limits.for_jobs(1, preparing=1),
+        entries=[entry, MatrixEntry("reference")], model_access={entry: PricedAccess(None)},
+        max_spend=5.0,
+    )  # fmt: skip
+    job.run()
+    # One at a time: the first run's spend is unknown, so nothing more starts, the
+    # reference runs (which need no key) included: the limit is the evaluation's.
+    assert [run.status for run in job.runs] == ["failed"] + ["not_run"] * 5
+    first = job.runs[0]
+    not_run = [run for run in job.runs if run.status == "not_run"]
+    assert not_run and all(
+        run.error_msg
+        == f"--max-spend 5 USD cannot be held: the spend of run {first.run_id} is unknown "
+        "(the proxy keeps no spend record)"
+        for run in not_run
+    )
+
+
+def test_a_run_that_never_got_its_model_key_spent_nothing(tmp_path: Path) -> None:
+    class FirstOpenFails(PricedAccess):
+        def open(self, run_id: str, say: Any) -> PricedSession:
+            self.opened += 1
+            if self.opened == 1:
+                raise UserError("docker compose up failed")
+            return PricedSession(self.usd)
+
+    entry = MatrixEntry("dummy", "m")
+    job = evaluation(
+        FakeBackend(), many_tasks(3), tmp_path, Limits.for_jobs(1, preparing=1),
+        entries=[entry], model_access={entry: FirstOpenFails(0.1)}, max_spend=5.0,
+    )  # fmt: skip
+    job.run()
+    assert [run.status for run in job.runs] == ["error", "failed", "failed"]
+    assert job.runs[0].error_msg == "docker compose up failed"
+    assert job.spend_stop is None

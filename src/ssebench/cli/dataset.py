@@ -152,15 +152,15 @@ def check_command(arguments: argparse.Namespace) -> int:
     from ssebench.backends import load_backend, selected_backend_name
     from ssebench.cli.eval import (
         RUN_OPTIONS,
-        Progress,
         RunIds,
         base_settings,
         output_into,
         select_tasks,
     )
+    from ssebench.cli.eval_display import Progress
     from ssebench.cli.output import print_table
     from ssebench.dataset_check import EXPECTED, verdicts
-    from ssebench.evaluation import Evaluation, Limits, TaskRun, default_jobs
+    from ssebench.evaluation import Evaluation, Limits, MatrixEntry, TaskRun, default_jobs
     from ssebench.results import make_results_root, write_json
 
     dataset = load_dataset(Path(arguments.dir))
@@ -196,17 +196,16 @@ def check_command(arguments: argparse.Namespace) -> int:
     with output_into(log_path) as (terminal_out, terminal_err):
         for agent, _ in EXPECTED:
             options.agent = agent
-            base = base_settings(options, tasks[0], backend.builds_images)
+            base = base_settings(options, tasks[0], backend.builds_images, MatrixEntry(agent))
 
-            def settings_for(task: Any, base: Any = base) -> Any:
-                return dataclasses.replace(base, task=task, run_id=run_ids.new())
+            def settings_for(run: TaskRun, base: Any = base) -> Any:
+                return dataclasses.replace(base, task=run.task, run_id=run_ids.new())
 
             evaluation = Evaluation(
                 backend,
                 tasks,
                 settings_for,
-                agent=agent,
-                model=None,
+                entries=[MatrixEntry(agent)],
                 results_root=results_root,
                 limits=limits,
                 rerun=True,

@@ -1,9 +1,11 @@
-"""`ssebench eval`: every task of a dataset, one ordinary run each, several at once.
+"""`ssebench eval`: every task of a dataset for each agent and model of a matrix,
+`--attempts` times, one ordinary run each, several at once.
 
 While it runs, the runs' own output (the containers' and the runner's) goes to
 <results>/eval-<timestamp>.log, and the terminal shows the progress: a live display
-on a terminal, one line per run otherwise. At the end it prints a table and writes a
-JSON report. See docs/cli.md, "ssebench eval".
+(rich: a bar per agent and model with its running pass rate) on a terminal, one line
+per run otherwise. At the end it prints a table and writes a JSON report (schema 2).
+See docs/evaluation.md.
 """
 
 from __future__ import annotations
@@ -20,19 +22,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+import yaml
+
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.cli import run as run_cli
+from ssebench.cli.eval_display import Progress, clock, money
 from ssebench.cli.output import print_table
 from ssebench.errors import UserError
 from ssebench.evaluation import (
     Evaluation,
     Limits,
+    MatrixEntry,
     RetryPolicy,
     TaskRun,
     default_jobs,
     stop_on_signals,
 )
-from ssebench.proxy import plan_model_access
+from ssebench.proxy import ModelAccessPlan, plan_model_access
+from ssebench.reports.tables import percent
 from ssebench.results import check_run_id, make_results_root, new_run_id, write_json
 from ssebench.runner import RunSettings
 from ssebench.tasks import Task
@@ -41,7 +48,6 @@ from ssebench.tasks.dataset import resolve_dataset
 # The options of `ssebench run` that eval passes on to every run as they are.
 RUN_OPTIONS = (
     "agents_dir",
-    "model",
     "budget",
     "local",
     "catalog",
@@ -60,11 +66,11 @@ REFRESH_SECONDS = 0.5
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "eval",
-        help="run an agent on every task of a dataset",
-        description="Run an agent on every selected task of a dataset, several at once, each "
-        "an ordinary run with its own run directory. Tasks already graded for this agent and "
-        "model under --results are skipped, so running the same command again finishes the "
-        "rest.",
+        help="run agents and models on every task of a dataset",
+        description="Run each agent with each model (or the pairs of --matrix) on every "
+        "selected task of a dataset, --attempts times, several runs at once, each an ordinary "
+        "run with its own run directory. Grades already recorded for an agent and model under "
+        "--results count as attempts, so running the same command again finishes the rest.",
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
@@ -75,7 +81,39 @@ def register(commands: Any) -> None:
     )
     source.add_argument("--catalog", metavar="URL", help="a task catalog service")
     parser.add_argument("--tasks", nargs="+", metavar="TASK", help="task IDs (default: all)")
-    run_cli.add_agent_options(parser, whose="each run's")
+    parser.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        help="an agent (reference, dummy, ...); repeat for several",
+    )
+    parser.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        help="a model; repeat for several (every agent runs with every model)",
+    )
+    parser.add_argument(
+        "--matrix",
+        metavar="FILE",
+        help="a YAML or JSON list of {agent, model} pairs, instead of --agent/--model",
+    )
+    run_cli.add_agents_dir_option(parser)
+    parser.add_argument(
+        "--budget",
+        type=float,
+        metavar="USD",
+        help="the most each run's model key may spend, in USD (default 10)",
+    )
+    parser.add_argument(
+        "--attempts", type=int, default=1, metavar="N", help="runs of each task (default 1)"
+    )
+    parser.add_argument(
+        "--max-spend",
+        type=float,
+        metavar="USD",
+        help="start no more runs once the evaluation's runs have spent this much",
+    )
     parser.add_argument(
         "--jobs",
         type=int,
@@ -145,16 +183,63 @@ class RunIds:
                     return candidate
 
 
-def base_settings(arguments: argparse.Namespace, task: Task, builds: bool) -> RunSettings:
-    """The settings `ssebench run` would make for task from these options."""
+def base_settings(
+    arguments: argparse.Namespace, task: Task, builds: bool, entry: MatrixEntry
+) -> RunSettings:
+    """The settings `ssebench run` would make for task and entry from these options."""
     parser = argparse.ArgumentParser(add_help=False)
     run_cli.register(parser.add_subparsers())
     # Every other option of `ssebench run` keeps the default it has there.
-    namespace = parser.parse_args(["run", "--task", task.id, "--agent", arguments.agent])
+    namespace = parser.parse_args(["run", "--task", task.id, "--agent", entry.agent])
     for name in RUN_OPTIONS:
         setattr(namespace, name, getattr(arguments, name))
+    namespace.model = entry.model
     backend_name = selected_backend_name(arguments.backend)
     return run_cli._settings(namespace, backend_name, builds)
+
+
+def read_matrix(path: Path) -> list[MatrixEntry]:
+    """The entries of a --matrix file: a list of {agent, model?} mappings."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"--matrix {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(f"--matrix {path} cannot be read: {error}") from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise UserError(f"--matrix {path} is not readable YAML or JSON{where}") from None
+    if not isinstance(data, list) or not data:
+        raise UserError(f"--matrix {path} must hold a list of {{agent, model}} pairs")
+    entries = []
+    for number, item in enumerate(data, start=1):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("agent"), str)
+            or not isinstance(item.get("model"), (str, type(None)))
+            or set(item) - {"agent", "model"}
+        ):
+            raise UserError(
+                f"--matrix {path}: item {number} must be {{agent: NAME, model: NAME}} "
+                "(model optional)"
+            )
+        entries.append(MatrixEntry(item["agent"], item.get("model") or None))
+    return list(dict.fromkeys(entries))
+
+
+def matrix_of(arguments: argparse.Namespace) -> list[MatrixEntry]:
+    """--matrix, or the cross product of --agent and --model."""
+    if arguments.matrix:
+        if arguments.agent or arguments.model:
+            raise UserError("--matrix names the agents and models: drop --agent and --model")
+        return read_matrix(Path(arguments.matrix))
+    if not arguments.agent:
+        raise UserError("Name an agent: --agent NAME (repeatable), or --matrix FILE")
+    models: list[str | None] = list(dict.fromkeys(arguments.model)) or [None]
+    return list(
+        dict.fromkeys(MatrixEntry(agent, model) for agent in arguments.agent for model in models)
+    )
 
 
 def select_tasks(all_tasks: tuple[Task, ...], wanted: list[str] | None) -> list[Task]:
@@ -193,104 +278,21 @@ def output_into(log: Path) -> Iterator[tuple[TextIO, TextIO]]:
             os.close(number)
 
 
-def clock(seconds: float) -> str:
-    minutes, second = divmod(int(seconds), 60)
-    hours, minute = divmod(minutes, 60)
-    return f"{hours}:{minute:02d}:{second:02d}" if hours else f"{minute}:{second:02d}"
-
-
-def money(spend: float | None) -> str:
-    return "-" if spend is None else f"${spend:.4f}"
-
-
-class Progress:
-    """What the terminal shows while the evaluation runs.
-
-    On a terminal: a block of lines redrawn in place (counts, then one line per active
-    run), with a line per finished run printed above it. Otherwise: one plain line per
-    run that starts or finishes, with the counts.
-    """
-
-    def __init__(
-        self, evaluation: Evaluation, out: TextIO, *, live: bool, command: str = "ssebench eval"
-    ) -> None:
-        self.evaluation = evaluation
-        self.command = command
-        self.out = out
-        self.live = live
-        self._drawn = 0
-        self._lock = threading.Lock()
-
-    def status_line(self) -> str:
-        counts = self.evaluation.counts()
-        return (
-            f"done {counts.done}/{counts.total}  running {counts.running}  "
-            f"queued {counts.queued} | passed {counts.passed}  failed {counts.failed}  "
-            f"error {counts.error} | {clock(self.evaluation.elapsed())} | "
-            f"spend {money(self.evaluation.spend())}"
-        )
-
-    def event(self, kind: str, run: TaskRun) -> None:
-        if kind == "started":
-            if self.live:
-                return  # the live block shows it
-            line = f"started  {run.task.id} ({run.run_id})"
-        else:
-            seconds = "" if run.seconds is None else f" {run.seconds:.1f} s"
-            detail = f" ({run.error_msg})" if run.error_msg and run.status != "passed" else ""
-            line = f"{run.status:<8} {run.task.id}{seconds}{detail}"
-        with self._lock:
-            self._clear()
-            self.out.write(f"{self.command}: {line}  [{self.status_line()}]\n")
-            self._draw()
-
-    def refresh(self) -> None:
-        if not self.live:
-            return
-        with self._lock:
-            self._clear()
-            self._draw()
-
-    def close(self) -> None:
-        with self._lock:
-            self._clear()
-            self.out.flush()
-            self.live = False
-
-    def _clear(self) -> None:
-        if self._drawn:
-            # Up to the first line of the block, and clear from there down.
-            self.out.write(f"\r\x1b[{self._drawn - 1}A\x1b[J" if self._drawn > 1 else "\r\x1b[J")
-            self._drawn = 0
-
-    def _draw(self) -> None:
-        if not self.live:
-            self.out.flush()
-            return
-        lines = [f"{self.command}: {self.status_line()}"]
-        for run in self.evaluation.runs:
-            if run.state in ("preparing", "starting", "running", "removing"):
-                seconds = "" if run.seconds is None else clock(run.seconds)
-                lines.append(f"  {run.state:<9} {run.task.id}  {seconds}")
-        self.out.write("\n".join(lines))
-        self.out.flush()
-        self._drawn = len(lines)
-
-
 def eval_command(arguments: argparse.Namespace) -> int:
     backend_name = selected_backend_name(arguments.backend)
     backend = load_backend(backend_name)
+    entries = matrix_of(arguments)
     dataset = resolve_dataset(arguments.local, arguments.catalog)
     tasks = select_tasks(dataset.tasks, arguments.tasks)
     jobs = arguments.jobs if arguments.jobs is not None else default_jobs(backend, os.cpu_count())
     if jobs < 1:
         raise UserError("--jobs must be at least 1")
-    for option in ("max_preparing", "max_starting", "max_removing"):
+    for option in ("max_preparing", "max_starting", "max_removing", "start_attempts", "attempts"):
         value = getattr(arguments, option)
         if value is not None and value < 1:
             raise UserError(f"--{option.replace('_', '-')} must be at least 1")
-    if arguments.start_attempts < 1:
-        raise UserError("--start-attempts must be at least 1")
+    if arguments.max_spend is not None and not arguments.max_spend > 0:
+        raise UserError("--max-spend must be a positive number of USD")
     limits = Limits.for_jobs(
         jobs,
         preparing=arguments.max_preparing,
@@ -298,12 +300,18 @@ def eval_command(arguments: argparse.Namespace) -> int:
         removing=arguments.max_removing,
     )
     run_ids = RunIds(arguments.run_id_prefix)
-    base = base_settings(arguments, tasks[0], backend.builds_images)
+    bases = {
+        entry: base_settings(arguments, tasks[0], backend.builds_images, entry) for entry in entries
+    }
     # As for `ssebench run`: a reference run applies the task's patch and needs no key.
-    model_access = None
-    if base.model and not base.agent.is_reference:
-        model_access = plan_model_access(base.model, arguments.budget, backend.proxy())
-    results_root = base.results_root
+    model_access: dict[MatrixEntry, ModelAccessPlan] = {}
+    plans: dict[str, ModelAccessPlan] = {}
+    for entry, base in bases.items():
+        if base.model and not base.agent.is_reference:
+            if base.model not in plans:
+                plans[base.model] = plan_model_access(base.model, arguments.budget, backend.proxy())
+            model_access[entry] = plans[base.model]
+    results_root = next(iter(bases.values())).results_root
     make_results_root(results_root)
     stamp = f"{datetime.now(UTC):%Y%m%d-%H%M%S}"
     # A second evaluation in the same second gets a name of its own.
@@ -320,8 +328,8 @@ def eval_command(arguments: argparse.Namespace) -> int:
         raise UserError(f"--report {report_path} is a folder; name a file")
     log_path = results_root / f"eval-{stamp}.log"
 
-    def settings_for(task: Task) -> RunSettings:
-        return dataclasses.replace(base, task=task, run_id=run_ids.new())
+    def settings_for(run: TaskRun) -> RunSettings:
+        return dataclasses.replace(bases[run.entry], task=run.task, run_id=run_ids.new())
 
     with output_into(log_path) as (terminal_out, terminal_err):
         log = sys.stderr
@@ -329,29 +337,34 @@ def eval_command(arguments: argparse.Namespace) -> int:
             backend,
             tasks,
             settings_for,
-            agent=base.agent.name,
-            model=base.model,
+            entries=entries,
+            attempts=arguments.attempts,
             results_root=results_root,
             limits=limits,
             retry=RetryPolicy(attempts=arguments.start_attempts),
             rerun=arguments.rerun,
             log=log,
             model_access=model_access,
+            max_spend=arguments.max_spend,
         )
-        progress = Progress(evaluation, terminal_err, live=terminal_err.isatty())
-        evaluation.listener = progress.event
         counts = evaluation.counts()
+        matrix = ", ".join(entry.label for entry in entries)
         terminal_err.write(
-            f"ssebench eval: {dataset.name}, {len(tasks)} tasks ({counts.skipped} graded "
-            f"already), agent {base.agent.name}, model {base.model_label}, {backend_name}, "
-            f"{jobs} at once; output of the runs: {log_path}\n"
+            f"ssebench eval: {dataset.name}, {len(tasks)} tasks x {arguments.attempts} "
+            f"attempt(s) x {len(entries)} agent/model ({matrix}): {counts.total} runs "
+            f"({counts.skipped} graded already), {backend_name}, {jobs} at once; "
+            f"output of the runs: {log_path}\n"
         )
         terminal_err.flush()
-        with stop_on_signals(evaluation, terminal_err) as received:
-            evaluation.start()
-            while not evaluation.wait(REFRESH_SECONDS):
-                progress.refresh()
-        progress.close()
+        progress = Progress(evaluation, terminal_err, live=terminal_err.isatty())
+        evaluation.listener = progress.event
+        try:
+            with stop_on_signals(evaluation, terminal_err) as received:
+                evaluation.start()
+                while not evaluation.wait(REFRESH_SECONDS):
+                    progress.refresh()
+        finally:
+            progress.close()
         report = evaluation.report(
             {
                 "command": "eval",
@@ -360,8 +373,6 @@ def eval_command(arguments: argparse.Namespace) -> int:
                     "version": dataset.version,
                     "path": str(dataset.path),
                 },
-                "agent": base.agent.name,
-                "model": base.model_label,
                 "backend": backend_name,
                 "results": str(results_root),
                 "log": str(log_path),
@@ -384,10 +395,13 @@ def _print_summary(
     saved, sys.stdout = sys.stdout, out
     try:
         print_table(
-            ("TASK", "STATUS", "RUN ID", "SECONDS", "SPEND", "DETAIL"),
+            ("TASK", "AGENT", "MODEL", "ATTEMPT", "STATUS", "RUN ID", "SECONDS", "SPEND", "DETAIL"),
             [
                 (
                     run.task.id,
+                    run.entry.agent,
+                    run.entry.model_label,
+                    run.attempt,
                     f"{run.status} (recorded before)" if run.skipped else run.status,
                     run.run_id,
                     None if run.skipped or run.seconds is None else f"{run.seconds:.1f}",
@@ -397,6 +411,16 @@ def _print_summary(
                 for run in evaluation.runs
             ],
         )
+        print()
+        for entry in report["entries"]:
+            rate = entry["resolved_rate"]
+            bounds = rate["ci95"]
+            interval = "" if not bounds else f", 95% CI {percent(bounds[0])}-{percent(bounds[1])}"
+            print(
+                f"{entry['agent']} / {entry['model']}: resolved {rate['count']}/{rate['of']} "
+                f"({percent(rate['value'])}{interval}), errors {entry['counts']['error']}, "
+                f"not run {entry['counts']['not_run']}"
+            )
         counts = report["counts"]
         print(
             f"passed {counts['passed']}  failed {counts['failed']}  error {counts['error']}  "
@@ -404,6 +428,8 @@ def _print_summary(
             f"(skipped {counts['skipped']}) in {clock(report['elapsed_seconds'])}, "
             f"spend {money(report['spend'])}"
         )
+        if evaluation.spend_stop is not None:
+            print(f"not started: {evaluation.spend_stop}")
         print(f"report: {report_path}")
         out.flush()
     finally:

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from types import FrameType
 
 from ssebench import __version__
-from ssebench.cli import agents, dataset, doctor, images, proxy, run, runs, tasks, webui
+from ssebench.cli import agents, dataset, doctor, images, proxy, report, run, runs, tasks, webui
 from ssebench.cli import eval as evaluate
 from ssebench.errors import SsebenchError
 
-COMMAND_GROUPS = (run, evaluate, runs, tasks, agents, dataset, doctor, webui, proxy, images)
+COMMAND_GROUPS = (run, evaluate, report, runs, tasks, agents, dataset, doctor, webui, proxy, images)
 
 
 class Terminated(KeyboardInterrupt):
