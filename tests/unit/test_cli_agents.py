@@ -122,6 +122,6 @@ def test_eval_takes_agents_dir(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "report.json").read_text())
-    assert report["agent"] == "hello-agent"
+    assert [pair["agent"] for pair in report["matrix"]] == ["hello-agent"]
     summary = tmp_path / "tiny-add" / "none" / "hello-agent" / "latest" / "summary.json"
     assert json.loads(summary.read_text())["config"]["agent"] == "hello-agent"
