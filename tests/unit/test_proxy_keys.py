@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.agents import load_agent
-from ssebench.evaluation import Evaluation, Limits
+from ssebench.evaluation import Evaluation, Limits, MatrixEntry
 from ssebench.extensions import ProxyEndpoint
 from ssebench.proxy import ModelAccessPlan, ProxyClient, ProxyError, open_model_session
 from ssebench.proxy.session import MASTER_KEY_FOR_RUNS_VARIABLE
@@ -208,23 +208,23 @@ def test_an_evaluation_with_a_wrong_master_key_records_an_error_naming_it(
     plan = ModelAccessPlan(
         model=MODEL, budget=10, endpoint=endpoint(proxy), catalog=None, master_key="sk-wrong-1"
     )
+    entry = MatrixEntry("dummy", MODEL)
     job = Evaluation(
         FakeBackend(),
         [task],
-        lambda task: RunSettings(
-            task=task,
+        lambda run: RunSettings(
+            task=run.task,
             agent=load_agent("dummy"),
             model=MODEL,
             run_id="wrong-key-1",
             results_root=tmp_path / "results",
             backend="fake",
         ),
-        agent="dummy",
-        model=MODEL,
+        entries=[entry],
         results_root=tmp_path / "results",
         limits=Limits.for_jobs(1),
         log=io.StringIO(),
-        model_access=plan,
+        model_access={entry: plan},
     )
     job.run()
     [run] = job.runs

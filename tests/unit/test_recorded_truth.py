@@ -13,7 +13,7 @@ import pytest
 
 from ssebench.agents import load_agent
 from ssebench.errors import BackendError
-from ssebench.evaluation import Evaluation, Limits, RetryPolicy, recorded_grades
+from ssebench.evaluation import Evaluation, Limits, MatrixEntry, RetryPolicy, recorded_grades
 from ssebench.extensions import RunHandle
 from ssebench.runner import READOUT_FAILED, Runner, RunSettings
 from ssebench.tasks import load_dataset
@@ -110,9 +110,8 @@ def test_eval_counts_a_failed_read_out_as_an_error(tmp_path: Path) -> None:
     job = Evaluation(
         FailingReadout(),
         [task],
-        lambda task: settings(tmp_path, run_id="ev-readout-1"),
-        agent="dummy",
-        model=None,
+        lambda run: settings(tmp_path, run_id="ev-readout-1"),
+        entries=[MatrixEntry("dummy")],
         results_root=tmp_path,
         limits=Limits.for_jobs(1),
         retry=RetryPolicy(attempts=1, first_delay=0.01, max_delay=0.02),
