@@ -52,11 +52,12 @@ def test_doctor_says_the_local_cluster_does_not_enforce_network_policy(cluster: 
     wait_until(lambda: probe_objects(cluster) == [], "the probe's objects to go", 30)
 
 
-# A process that runs the probe and is killed once its target pod exists.
+# A process that runs the probe and is killed once its target pod exists (fresh: an
+# answer kept from an earlier probe would spare it the probe).
 KILLED_PROBE = """
 from ssebench.backends.kubernetes import policy_check
 from ssebench.backends.kubernetes.config import KubernetesSettings
-policy_check.cluster_enforces(KubernetesSettings.from_environment(), {image!r})
+policy_check.cluster_enforces(KubernetesSettings.from_environment(), {image!r}, fresh=True)
 """
 
 
