@@ -10,11 +10,11 @@ status). The run passes only when the instance is fully resolved.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from ssebench import run_files
 from ssebench.errors import UserError
 from ssebench.swebench.markers import hidden_step_output, with_exit_status
 from ssebench.swebench.package import package_version, parser_registry, swebench_module
@@ -38,15 +38,6 @@ def load_grading(task: Task) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise UserError(f"{path}: must be a JSON object; import the task again")
     return data
-
-
-def read_log_tail(path: Path) -> str:
-    """The last MAX_LOG_BYTES of a log in the run directory, not following a link."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as stream:
-        size = os.fstat(stream.fileno()).st_size
-        stream.seek(max(0, size - MAX_LOG_BYTES))
-        return stream.read().decode("utf-8", errors="replace")
 
 
 def report_for_output(grading: dict[str, Any], output: str) -> dict[str, Any]:
@@ -103,8 +94,10 @@ def grade_run(task: Task, run_dir: Path, grade: dict[str, Any]) -> dict[str, Any
     run's error) when the package or the task's grading data is missing."""
     grading = load_grading(task)
     try:
-        output = hidden_step_output(read_log_tail(run_dir / EVALUATOR_LOG))
-    except OSError:
+        # The run directory's safe reader: regular files only, no link, no blocking read.
+        log = run_files.read_file(run_dir, EVALUATOR_LOG, MAX_LOG_BYTES, tail=True)
+        output = hidden_step_output(log.data.decode("utf-8", errors="replace"))
+    except OSError:  # UnsafeFileError too
         output = None
     steps = grade.get("steps") or [{}]
     exit_code = steps[-1].get("exit_code") if isinstance(steps[-1], dict) else None
