@@ -9,6 +9,7 @@ repr, and a backend must never put it into a log line or an error message.
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,7 @@ __all__ = [
     "RunState",
     "SidecarPair",
     "UserError",
+    "cli_exec_argv",
     "prebuilt_images",
 ]
 
@@ -306,6 +308,48 @@ def prebuilt_images(request: ImageRequest) -> Images:
             environment=f"{registry}/tool-sidecar/{request.task_id}:{request.tool_version}",
         )
     return Images(run=f"{registry}/agent-{request.agent}/{request.task_id}:{request.agent_version}")
+
+
+# What an environment variable's name may be: exec passes variables by name only.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def cli_exec_argv(
+    program: str,
+    container: str,
+    command: Sequence[str],
+    *,
+    user: str | None = None,
+    workdir: str | None = None,
+    tty: bool = False,
+    stdin: bool = False,
+    env_names: Sequence[str] = (),
+    backend: str,
+    run_id: str,
+) -> list[str]:
+    """`<program> exec ... <container> <command>` for a container CLI that speaks
+    docker's exec (docker, podman): a helper for Backend.exec_argv.
+
+    Each of env_names is passed as `--env NAME`, which makes the CLI copy the caller's
+    value: a value is never on the command line. Raises BackendError for a name that is
+    not a variable's name."""
+    argv = [program, "exec"]
+    if stdin:
+        argv.append("--interactive")
+    if tty:
+        argv.append("--tty")
+    if user:
+        argv += ["--user", user]
+    if workdir:
+        argv += ["--workdir", workdir]
+    for name in env_names:
+        if not _ENV_NAME.match(name):
+            raise BackendError(
+                f"{name!r} is not an environment variable name", backend=backend, run_id=run_id
+            )
+        argv += ["--env", name]
+    # The CLI takes everything after the container's name as the command.
+    return [*argv, container, *command]
 
 
 class Backend(abc.ABC):

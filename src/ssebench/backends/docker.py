@@ -82,6 +82,7 @@ from ssebench.extensions import (
     RunSpec,
     RunState,
     SidecarPair,
+    cli_exec_argv,
 )
 from ssebench.images import DOCKER, failure_reason, raise_if_unreachable, run_docker
 from ssebench.labels import ARCHIVE_OF
@@ -1275,28 +1276,19 @@ class DockerBackend(Backend):
         stdin: bool = False,
         env_names: Sequence[str] = (),
     ) -> list[str]:
-        argv = [DOCKER, "exec"]
-        if stdin:
-            argv.append("--interactive")
-        if tty:
-            argv.append("--tty")
-        if user:
-            argv += ["--user", user]
-        if workdir:
-            argv += ["--workdir", workdir]
-        for name in env_names:
-            # "-e NAME" alone makes docker copy the caller's value; "NAME=..." would
-            # put a value on the command line.
-            if not _ENV_NAME.match(name):
-                raise BackendError(
-                    f"{name!r} is not an environment variable name",
-                    backend=self.name,
-                    run_id=handle.run_id,
-                )
-            argv += ["--env", name]
-        # docker exec takes everything after the container's name as the command.
         # Sidecar: the environment container, which has the task, the tree and the daemon.
-        return [*argv, handle.details.get(ENVIRONMENT_DETAIL, handle.name), *command]
+        return cli_exec_argv(
+            DOCKER,
+            handle.details.get(ENVIRONMENT_DETAIL, handle.name),
+            command,
+            user=user,
+            workdir=workdir,
+            tty=tty,
+            stdin=stdin,
+            env_names=env_names,
+            backend=self.name,
+            run_id=handle.run_id,
+        )
 
 
 def _not_ended(handle: RunHandle, timeout: float | None) -> TimeoutError:

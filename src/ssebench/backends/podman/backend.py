@@ -17,7 +17,6 @@ from ssebench import image_layers
 from ssebench.backends.podman import images
 from ssebench.backends.podman.cli import PODMAN, failure_reason, is_gone, podman_missing, run_podman
 from ssebench.backends.podman.options import (
-    ENV_NAME,
     agent_container_name,
     container_name,
     env_by_name,
@@ -41,6 +40,7 @@ from ssebench.extensions import (
     RunState,
     SidecarPair,
     UserError,
+    cli_exec_argv,
     prebuilt_images,
 )
 
@@ -563,26 +563,19 @@ class PodmanBackend(Backend):
         stdin: bool = False,
         env_names: Sequence[str] = (),
     ) -> list[str]:
-        argv = [PODMAN, "exec"]
-        if stdin:
-            argv.append("--interactive")
-        if tty:
-            argv.append("--tty")
-        if user:
-            argv += ["--user", user]
-        if workdir:
-            argv += ["--workdir", workdir]
-        for name in env_names:
-            # "--env NAME" alone makes podman copy the caller's value.
-            if not ENV_NAME.match(name):
-                raise BackendError(
-                    f"{name!r} is not an environment variable name",
-                    backend=self.name,
-                    run_id=handle.run_id,
-                )
-            argv += ["--env", name]
         # Sidecar: the environment container, which has the task, the tree and the daemon.
-        return [*argv, handle.details.get(ENVIRONMENT_DETAIL, handle.name), *command]
+        return cli_exec_argv(
+            PODMAN,
+            handle.details.get(ENVIRONMENT_DETAIL, handle.name),
+            command,
+            user=user,
+            workdir=workdir,
+            tty=tty,
+            stdin=stdin,
+            env_names=env_names,
+            backend=self.name,
+            run_id=handle.run_id,
+        )
 
 
 def _exists(name: str) -> bool:
