@@ -64,7 +64,7 @@ MountKind = Literal["bind", "volume"]
 Egress = Literal["restricted", "open"]
 RunState = Literal["created", "running", "exited", "unknown"]
 
-# Where the container contract puts things (DESIGN.md, "The container contract").
+# Where the container contract puts things (docs/container-contract.md).
 RESULTS_TARGET = "/var/lib/ssebench/results"
 ARCHIVE_TARGET = "/tmp/sse-archive"
 REFERENCE_PATCH_TARGET = "/reference/patch.diff"

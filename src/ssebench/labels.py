@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ssebench import extensions
-from ssebench.processes import process_exists
+from ssebench.host_processes import process_exists
 
 RUN_ID = extensions.RUN_ID_LABEL
 WEBUI = extensions.WEBUI_LABEL

@@ -84,9 +84,9 @@ from ssebench.extensions import (
     SidecarPair,
     cli_exec_argv,
 )
+from ssebench.host_processes import process_exists
 from ssebench.images import DOCKER, failure_reason, raise_if_unreachable, run_docker
 from ssebench.labels import ARCHIVE_OF
-from ssebench.processes import process_exists
 
 __all__ = [
     "DockerBackend",

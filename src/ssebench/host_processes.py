@@ -1,4 +1,5 @@
-"""Local process helpers shared by the CLI and the fake backend."""
+"""Processes on the runner's host (not the container's: that is runtime/processes.py),
+shared by the CLI, prune and the fake backend."""
 
 from __future__ import annotations
 
