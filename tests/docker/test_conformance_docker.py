@@ -1,4 +1,5 @@
-"""The backend conformance suite against the real Docker backend."""
+"""The backend conformance suite against the real Docker backend, in both modes, with
+the pilot's images built by the backend's own prepare_images."""
 
 from __future__ import annotations
 
@@ -6,12 +7,8 @@ from typing import ClassVar
 
 import pytest
 
-from ssebench.agents import load_agent
-from ssebench.extensions import Backend, Images
-from ssebench.runner import image_request
-from ssebench.tasks import load_dataset
-from ssebench.testing.conformance import ImageKind
-from tests.conformance import AGENT_OF_KIND, PilotContract
+from ssebench.extensions import Backend
+from tests.conformance import PilotContract
 from tests.conftest import PILOT_DATASET
 
 pytestmark = pytest.mark.docker
@@ -20,13 +17,9 @@ pytestmark = pytest.mark.docker
 class TestDockerBackend(PilotContract):
     known_gaps: ClassVar[frozenset[str]] = frozenset()
     run_timeout = 300.0
+    task_dir = PILOT_DATASET / "py-semver-prerelease"
 
     def make_backend(self) -> Backend:
         from ssebench.backends.docker import DockerBackend
 
         return DockerBackend()
-
-    def images_for(self, backend: Backend, kind: ImageKind) -> Images:
-        task = load_dataset(PILOT_DATASET).task("py-semver-prerelease")
-        agent = load_agent(AGENT_OF_KIND[kind])
-        return backend.prepare_images(image_request(task, agent))

@@ -12,8 +12,12 @@ interface and checks the contracts. See docs/writing-a-backend.md:
         def make_backend(self):
             return MyBackend()
 
-        def images_for(self, backend, kind):     # kind: "pass" or "sleep"
-            ...
+        task_dir = Path("datasets/pilot/py-semver-prerelease")  # the runs' task
+
+The suite asks the backend's prepare_images for the pilot images of task_dir (set
+prebuilt = True for a backend that runs published images only), or override images_for.
+A backend without sidecar mode sets modes = frozenset({"sandbox"}); the suite then
+checks that it refuses a sidecar run cleanly.
 
 A listed gap is expected to fail; when it passes, the test fails so the list stays
 honest. Every run the suite starts carries the label ssebench.conformance=true and is
@@ -22,11 +26,14 @@ removed at the end of its test.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import queue
 import secrets
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -56,10 +63,13 @@ from ssebench.extensions import (
     BackendError,
     ImageRequest,
     Images,
+    Mode,
     Mount,
     RunHandle,
     RunSpec,
+    SidecarPair,
     UserError,
+    prebuilt_images,
 )
 
 ImageKind = Literal["pass", "sleep"]
@@ -82,10 +92,17 @@ CONTRACTS = (
     "endpoint",
     "exec_argv",
     "prune_labels",
+    "prepare_images",
+    "logs_follow",
+    "output_streamed",
+    "sidecar",
 )
+# A registry that answers nothing: on this machine's loopback, where nothing listens on
+# the discard port, so a check or pull of it fails at once without leaving the machine.
+MISSING_REGISTRY = "127.0.0.1:9/ssebench-conformance-missing"
 
 
-def pilot_request(kind: ImageKind, task_dir: Path) -> ImageRequest:
+def pilot_request(kind: ImageKind, task_dir: Path, mode: Mode = "sandbox") -> ImageRequest:
     """The image request of a conformance run on the task in task_dir, a folder of a
     dataset (datasets/pilot/<task> of an ssebench checkout, say): the built-in reference
     agent for "pass", the sleeper for "sleep". A backend that runs prebuilt images only
@@ -95,33 +112,57 @@ def pilot_request(kind: ImageKind, task_dir: Path) -> ImageRequest:
     from ssebench.tasks import load_dataset
 
     task = load_dataset(task_dir.parent).task(task_dir.name)
-    return image_request(task, load_agent(AGENT_OF_KIND[kind]))
+    return dataclasses.replace(image_request(task, load_agent(AGENT_OF_KIND[kind])), mode=mode)
+
+
+def task_source_dir(task_dir: Path) -> str:
+    """Where the task's project lives in its containers (the sidecar pair shares it)."""
+    from ssebench.tasks import load_dataset
+
+    return load_dataset(task_dir.parent).task(task_dir.name).source_dir
 
 
 class BackendContract:
-    """Subclass in a test module; implement make_backend and images_for."""
+    """Subclass in a test module; implement make_backend and set task_dir (or override
+    images_for)."""
 
     known_gaps: ClassVar[frozenset[str]] = frozenset()
     # Seconds a real run may take to finish (image start, agent, grading).
     run_timeout: ClassVar[float] = 600.0
+    # The task folder of the suite's runs, a folder of a dataset.
+    task_dir: ClassVar[Path | None] = None
+    # Ask prepare_images for the published images (a backend that cannot build).
+    prebuilt: ClassVar[bool] = False
+    # The modes the backend carries out; a sidecar run of one without it must be refused.
+    modes: ClassVar[frozenset[Mode]] = frozenset({"sandbox", "sidecar"})
 
     def make_backend(self) -> Backend:
         raise NotImplementedError
 
-    def images_for(self, backend: Backend, kind: ImageKind) -> Images:
+    def image_request(self, kind: ImageKind, mode: Mode = "sandbox") -> ImageRequest:
+        if self.task_dir is None:
+            raise NotImplementedError("set task_dir to a task folder, or override images_for")
+        request = pilot_request(kind, self.task_dir, mode)
+        return dataclasses.replace(request, prebuilt=self.prebuilt)
+
+    def images_for(self, backend: Backend, kind: ImageKind, mode: Mode = "sandbox") -> Images:
         """Images of a run that ends by itself with a passed grade ("pass"), or one whose
-        agent runs until stopped ("sleep")."""
-        raise NotImplementedError
+        agent runs until stopped ("sleep"); in sidecar mode, the agent's and the
+        environment container's."""
+        return backend.prepare_images(self.image_request(kind, mode))
 
     def artifacts_for(
         self, backend: Backend, kind: ImageKind, images: Images, run_dir: Path
     ) -> tuple[Mount, ...]:
         """Read-only files the run needs: for "pass", the reference agent's patch,
-        copied out of its image with copy_from_image, as the runner does."""
+        copied out of the task's image with copy_from_image, as the runner does."""
         if kind != "pass":
             return ()
         patch = run_dir / "reference.patch"
-        backend.copy_from_image(images.run, IMAGE_REFERENCE_PATCH, patch, None)
+        # In sidecar mode only the environment image holds the task's files.
+        backend.copy_from_image(
+            images.environment or images.run, IMAGE_REFERENCE_PATCH, patch, None
+        )
         return (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
 
     # -- helpers ---------------------------------------------------------------------
@@ -134,7 +175,8 @@ class BackendContract:
             return
         try:
             yield
-        except (AssertionError, Exception) as failure:
+        # pytest.raises and pytest.fail fail with an outcome that is not an Exception.
+        except (Exception, pytest.fail.Exception) as failure:
             pytest.xfail(f"known gap {name}: {type(failure).__name__}: {failure}")
         pytest.fail(f"{name} is listed in known_gaps but holds now; remove it from the list")
 
@@ -146,12 +188,16 @@ class BackendContract:
         *,
         keep: bool = False,
         image: str | None = None,
+        mode: Mode = "sandbox",
     ) -> RunSpec:
         run_id = f"conf-{secrets.token_hex(4)}"
         run_dir = tmp_path / run_id
         (run_dir / "archive").mkdir(parents=True)
         (run_dir / "result.json").touch()
-        images = self.images_for(backend, kind)
+        supported = mode in self.modes
+        images = (
+            self.images_for(backend, kind, mode) if supported else self.images_for(backend, kind)
+        )
         # What the runner puts into RunSpec.labels (spec, "Labels").
         run_labels = {
             RUN_ID_LABEL: run_id,
@@ -161,18 +207,30 @@ class BackendContract:
             AGENT_LABEL: kind,
             RESULTS_LABEL: str(run_dir),
         }
+        env = {"SSE_API_KEY": SECRET_SENTINEL, "SSE_RUN_ID": run_id, "TIMEOUT": "600"}
+        sidecar = None
+        if mode == "sidecar":
+            sidecar = SidecarPair(
+                run_id=run_id,
+                # A backend without sidecar mode is asked to pair the run with itself.
+                environment_image=(images.environment if supported else None) or images.run,
+                source_dir=task_source_dir(self.task_dir) if self.task_dir else "/src",
+                volumes=(f"ssebench-{run_id}-source", f"ssebench-{run_id}-sockets"),
+                env=env,
+            )
         return RunSpec(
             run_id=run_id,
             task_name="conformance",
-            mode="sandbox",
+            mode=mode,
             image=image or images.run,
-            env={"SSE_API_KEY": SECRET_SENTINEL, "SSE_RUN_ID": run_id, "TIMEOUT": "600"},
+            env=env,
             results=Mount(target=RESULTS_TARGET, source=str(run_dir)),
             archive=Mount(target=ARCHIVE_TARGET, source=str(run_dir / "archive")),
             artifacts=self.artifacts_for(backend, kind, images, run_dir),
             labels={**run_labels, CONFORMANCE_LABEL: "true"},
             timeout=600,
             keep=keep,
+            sidecar=sidecar,
         )
 
     @contextmanager
@@ -383,3 +441,93 @@ class BackendContract:
                 assert run.labels.get(RUNNER_HOST_LABEL) == socket.gethostname()
                 assert run.labels.get(RUNNER_PID_LABEL) == str(os.getpid())
                 assert run.labels.get(KEEP_LABEL) == "false"
+
+    def test_prepare_images(self, tmp_path: Path) -> None:
+        """prepare_images gives the same names when asked twice, and a published image
+        that does not exist is a UserError that names it, before any run exists."""
+        with self.contract("prepare_images"):
+            backend = self.make_backend()
+            assert self.images_for(backend, "pass") == self.images_for(backend, "pass")
+            if self.task_dir is None:
+                pytest.fail("the missing-image check needs task_dir (the task's folder)")
+            request = dataclasses.replace(
+                self.image_request("pass"), prebuilt=True, registry=MISSING_REGISTRY
+            )
+            with pytest.raises(UserError) as raised:
+                backend.prepare_images(request)
+            (missing,) = [prebuilt_images(request).run]
+            assert missing in str(raised.value), str(raised.value)
+
+    def test_logs_follow(self, tmp_path: Path) -> None:
+        """logs(follow=True) yields a running container's lines as they come, and ends
+        once the container has exited."""
+        with self.contract("logs_follow"):
+            backend = self.make_backend()
+            spec = self.make_spec(backend, "sleep", tmp_path)
+            with self.started(backend, spec) as handle:
+                self.wait_until_running(backend, spec.run_id)
+                lines: queue.Queue[str | None] = queue.Queue()
+
+                def follow() -> None:
+                    try:
+                        for line in backend.logs(handle, follow=True):
+                            lines.put(line)
+                    finally:
+                        lines.put(None)
+
+                reader = threading.Thread(target=follow, daemon=True)
+                reader.start()
+                first = lines.get(timeout=60)
+                assert first is not None, "follow ended while the run was running"
+                assert backend.inspect_run(spec.run_id).state == "running"  # type: ignore[union-attr]
+                backend.stop(handle, 5)
+                reader.join(90)
+                assert not reader.is_alive(), "logs(follow=True) went on after the run exited"
+
+    def test_output_streamed(self, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+        """From start on, the container's output reaches this process's stdout or
+        stderr while it runs, without the secret of its environment."""
+        with self.contract("output_streamed"):
+            backend = self.make_backend()
+            spec = self.make_spec(backend, "sleep", tmp_path)
+            with self.started(backend, spec) as handle:
+                self.wait_until_running(backend, spec.run_id)
+                first = next(iter(backend.logs(handle)))
+                deadline = time.monotonic() + 30
+                seen = ""
+                while first not in seen and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    captured = capfd.readouterr()
+                    seen += captured.out + captured.err
+                assert first in seen, f"{first!r} did not reach this process's output"
+                assert SECRET_SENTINEL not in seen
+
+    def test_sidecar(self, tmp_path: Path) -> None:
+        """With sidecar mode, a pair's run passes like a sandbox run, is listed as one run
+        while kept, and cleanup leaves nothing; without it, a sidecar run is refused and
+        leaves nothing either."""
+        with self.contract("sidecar"):
+            backend = self.make_backend()
+            # Kept, so the exited pair is still there to be listed (one run, not two).
+            spec = self.make_spec(backend, "pass", tmp_path, keep=True, mode="sidecar")
+            if "sidecar" not in self.modes:
+                with pytest.raises((UserError, BackendError)) as raised:
+                    handle = backend.start(spec)
+                    backend.cleanup(handle)  # only reached when start wrongly succeeded
+                assert SECRET_SENTINEL not in str(raised.value)
+                assert backend.list_runs({RUN_ID_LABEL: spec.run_id}) == []
+                return
+            handle = backend.start(spec)
+            try:
+                assert backend.wait(handle, self.run_timeout) == 0
+                (listed,) = backend.list_runs({RUN_ID_LABEL: spec.run_id})
+                assert listed.labels[TASK_ID_LABEL] == "conformance"
+                backend.collect_results(handle, Path(spec.results.source))
+            finally:
+                backend.cleanup(handle)  # kept: the pair stays
+                # As `ssebench runs remove` does: the listed handle removes the whole pair.
+                for found in backend.list_runs({RUN_ID_LABEL: spec.run_id}):
+                    backend.cleanup(found.handle)
+            result = json.loads((Path(spec.results.source) / "result.json").read_text())
+            assert result["status"] == "passed", result
+            assert backend.list_runs({RUN_ID_LABEL: spec.run_id}) == []

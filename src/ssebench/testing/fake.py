@@ -36,8 +36,8 @@ from ssebench.extensions import (
     RunSpec,
     RunState,
 )
+from ssebench.host_processes import process_exists
 from ssebench.labels import matches
-from ssebench.processes import process_exists
 
 STATE_VARIABLE = "SSEBENCH_FAKE_STATE"
 BEHAVIOUR_VARIABLE = "SSEBENCH_FAKE_BEHAVIOUR"
@@ -57,6 +57,10 @@ def state_root() -> Path:
 class FakeBackend(Backend):
     name = "fake"
     builds_images = True
+    # Where the container writes its results: into the run directory itself (a shared
+    # mount, as Docker's bind mount), or into storage of its own that collect_results
+    # copies from (as a backend without access to the runner's host does).
+    results_by_copy = False
 
     def _folder(self, name: str) -> Path:
         return state_root() / name
@@ -110,13 +114,17 @@ class FakeBackend(Backend):
         (folder / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
         # The environment reaches the container as its process environment, never argv.
         environment = {**os.environ, **spec.env}
+        results = spec.results.source
+        if self.results_by_copy:
+            (folder / "results" / "archive").mkdir(parents=True)
+            results = str(folder / "results")
         process = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "ssebench.testing.fake_container",
                 behaviour,
-                spec.results.source,
+                results,
                 str(folder),
             ],
             env=environment,
@@ -192,7 +200,11 @@ class FakeBackend(Backend):
             time.sleep(0.05)
 
     def collect_results(self, handle: RunHandle, dest: Path) -> None:
-        """Nothing to do: the container writes into the run directory itself."""
+        """With a shared run directory, nothing to do; else copy what the container
+        wrote over the runner's skeleton."""
+        if not self.results_by_copy:
+            return
+        shutil.copytree(self._folder(handle.name) / "results", dest, dirs_exist_ok=True)
 
     def stop(self, handle: RunHandle, grace: float) -> None:
         pid = self._pid(handle.name)
@@ -253,3 +265,10 @@ class FakeBackend(Backend):
                 )
             )
         return runs
+
+
+class CopyingFakeBackend(FakeBackend):
+    """The fake backend whose results come back by copy, not through a shared folder."""
+
+    name = "fake-copying"
+    results_by_copy = True
