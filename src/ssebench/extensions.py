@@ -13,9 +13,12 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ssebench.errors import BackendError, ImageUnavailableError, UserError
+
+if TYPE_CHECKING:  # image_layers is built on this module
+    from ssebench.image_layers import ImageBuilder
 
 __all__ = [
     "AGENT_LABEL",
@@ -31,6 +34,7 @@ __all__ = [
     "REFERENCE_RUN_LABEL",
     "RESULTS_LABEL",
     "RESULTS_OWNER_LABEL",
+    "RESULTS_OWNER_VARIABLE",
     "RESULTS_TARGET",
     "RUNNER_HOST_LABEL",
     "RUNNER_PID_LABEL",
@@ -101,6 +105,11 @@ HELPER_LABEL = "ssebench.helper"
 # Set by the backend when the runner is not root (uid:gid): the container makes the run
 # directory root's, and whoever removes the run gives it back to this owner.
 RESULTS_OWNER_LABEL = "ssebench.results-owner"
+# In RunSpec.env when the runner is not root: uid:gid, as the container sees them, to
+# whom the entrypoint gives the run directory back at the end (the container makes it
+# root's while it runs). A backend whose containers map IDs (rootless Podman: this
+# user is the container's root) rewrites it.
+RESULTS_OWNER_VARIABLE = "SSE_RESULTS_OWNER"
 
 # What `ssebench runs list` asks list_runs for.
 LISTED_RUNS = {WEBUI_LABEL: "true"}
@@ -439,6 +448,14 @@ class Backend(abc.ABC):
         """Remove what the run left: containers, volumes, other objects. Best effort:
         never raises for what is already gone. Does nothing for a run started with keep.
         """
+
+    def image_builder(self) -> ImageBuilder | None:
+        """For a backend with builds_images: its own callables for the image layers
+        (ssebench.image_layers.ImageBuilder: build a context, read an image's labels,
+        tag and push), which `ssebench images publish` and `ssebench build-case` use.
+        The default: None (those commands refuse the backend).
+        """
+        return None
 
     def egress_enforced(self, image: str) -> bool | None:
         """Whether this platform applies a run's NetworkPolicy (spec.network) at all:

@@ -89,6 +89,9 @@ class PodmanBackend(Backend):
             request, build=images.build_layer, image_labels=images.image_labels
         )
 
+    def image_builder(self) -> image_layers.ImageBuilder:
+        return images.image_builder()
+
     def copy_from_image(
         self,
         image: str,
