@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import subprocess
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -60,7 +61,9 @@ __all__ = [
     "SidecarPair",
     "UserError",
     "cli_exec_argv",
+    "cli_failure",
     "prebuilt_images",
+    "run_cli",
 ]
 
 Mode = Literal["sandbox", "sidecar"]
@@ -359,6 +362,45 @@ def cli_exec_argv(
         argv += ["--env", name]
     # The CLI takes everything after the container's name as the command.
     return [*argv, container, *command]
+
+
+def run_cli(
+    argv: Sequence[str],
+    *,
+    missing: Callable[[], Exception],
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    pass_fds: Sequence[int] = (),
+) -> subprocess.CompletedProcess[str]:
+    """Run a command of a container CLI (docker, podman) with its output captured as
+    text and no stdin, and return it whatever its status: a helper for a backend on a
+    CLI. env: the whole environment of the command (default this process's); pass_fds:
+    descriptors it inherits. Raises missing() when argv[0] is not installed, and
+    subprocess.TimeoutExpired after timeout."""
+    try:
+        return subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+            env=None if env is None else dict(env),
+            pass_fds=tuple(pass_fds),
+        )
+    except FileNotFoundError:
+        raise missing() from None
+
+
+def cli_failure(completed: subprocess.CompletedProcess[str]) -> str:
+    """Why a command of run_cli failed, in one line: the last line of its stderr
+    without the CLI's "Error: " prefix, or its exit status when it wrote nothing."""
+    lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
+    if not lines:
+        program = Path(str(completed.args[0])).name if completed.args else "the command"
+        return f"{program} exited with status {completed.returncode}"
+    return lines[-1].removeprefix("Error: ").removeprefix("Error response from daemon: ")
 
 
 class Backend(abc.ABC):

@@ -34,7 +34,7 @@ from pathlib import Path
 
 from ssebench import images
 from ssebench.extensions import ImageRequest, Images
-from ssebench.images import BuildOutput, run_build
+from ssebench.images import BuildOutput, labels_from_json, run_build
 from ssebench.scratch import scratch_folder
 from ssebench.tasks.model import Task
 
@@ -48,6 +48,7 @@ __all__ = [
     "LayerPlan",
     "build_case_images",
     "build_images",
+    "labels_from_json",
     "layers_of",
     "run_build",
 ]

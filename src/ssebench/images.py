@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Literal, TextIO, TypeVar
 
 from ssebench.agents import Agent, read_agent
 from ssebench.errors import ImageUnavailableError, UserError
-from ssebench.extensions import ImageRequest, Images, prebuilt_images
+from ssebench.extensions import ImageRequest, Images, cli_failure, prebuilt_images, run_cli
 from ssebench.runtime import __version__ as RUNTIME_VERSION
 from ssebench.scratch import scratch_folder
 from ssebench.tasks.model import HIDDEN_FOLDER, REFERENCE_PATCH, SOURCE_FOLDER, Task, load_task
@@ -77,6 +77,7 @@ __all__ = [
     "docker_unreachable",
     "ensure_layers",
     "environment_layer",
+    "labels_from_json",
     "layer_is_current",
     "prepare_images",
     "pull_image",
@@ -156,19 +157,7 @@ def run_docker(
     Raises UserError when docker is missing or its daemon unreachable; every other
     failure is the caller's to interpret (failure_reason gives its one-line reason).
     """
-    try:
-        completed = subprocess.run(
-            [DOCKER, *args],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            stdin=subprocess.DEVNULL,
-            timeout=timeout,
-            check=False,
-            pass_fds=tuple(pass_fds),
-        )
-    except FileNotFoundError:
-        raise docker_missing() from None
+    completed = run_cli([DOCKER, *args], missing=docker_missing, timeout=timeout, pass_fds=pass_fds)
     if completed.returncode != 0:
         raise_if_unreachable(completed.stderr)
     return completed
@@ -199,10 +188,7 @@ def add_build_ca(context: Path) -> None:
 
 def failure_reason(completed: subprocess.CompletedProcess[str]) -> str:
     """The last line docker wrote to stderr: the one that says what went wrong."""
-    lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
-    if not lines:
-        return f"docker exited with status {completed.returncode}"
-    return lines[-1].removeprefix("Error: ").removeprefix("Error response from daemon: ")
+    return cli_failure(completed)
 
 
 def image_exists(image: str) -> bool:
@@ -775,10 +761,14 @@ def docker_image_labels(image: str) -> dict[str, str] | None:
     """The labels of image in the local Docker image store, or None when it is not
     there (the image_labels callable of image_layers.build_images)."""
     completed = run_docker(["image", "inspect", "--format", "{{json .Config.Labels}}", image])
-    if completed.returncode != 0:
-        return None
+    return labels_from_json(completed.stdout) if completed.returncode == 0 else None
+
+
+def labels_from_json(text: str) -> dict[str, str] | None:
+    """An image's labels from their JSON (`{{json .Config.Labels}}` of docker image
+    inspect, `{{json .Labels}}` of podman's): {} for none, None for what is not JSON."""
     try:
-        labels = json.loads(completed.stdout or "null") or {}
+        labels = json.loads(text or "null") or {}
     except json.JSONDecodeError:
         return None
     return (

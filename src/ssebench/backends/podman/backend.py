@@ -230,19 +230,7 @@ class PodmanBackend(Backend):
                 mounts=shared,
                 detach=True,
             )
-            try:
-                detached = subprocess.run(
-                    argv,
-                    env=environment,
-                    capture_output=True,
-                    text=True,
-                    errors="replace",
-                    stdin=subprocess.DEVNULL,
-                    timeout=CREATE_TIMEOUT_SECONDS,
-                    check=False,
-                )
-            except FileNotFoundError:
-                raise podman_missing() from None
+            detached = run_podman(argv[1:], timeout=CREATE_TIMEOUT_SECONDS, env=environment)
             if detached.returncode != 0:
                 raise BackendError(
                     f"podman run failed for {environment_name}: {failure_reason(detached)}",

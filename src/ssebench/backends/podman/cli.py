@@ -5,9 +5,9 @@ from __future__ import annotations
 import getpass
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from ssebench.extensions import UserError
+from ssebench.extensions import UserError, cli_failure, run_cli
 
 PODMAN = "podman"
 _GONE_MARKERS = ("no such container", "no such object", "no container with name or id")
@@ -59,32 +59,18 @@ def raise_if_rootless_unusable(output: Sequence[str] | str) -> None:
 
 
 def run_podman(
-    args: Sequence[str], *, timeout: float | None = None
+    args: Sequence[str], *, timeout: float | None = None, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`podman ARGS` with its output captured, whatever its status. Raises UserError
     when podman is missing, or when rootless Podman cannot work for this user."""
-    try:
-        completed = subprocess.run(
-            [PODMAN, *args],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            stdin=subprocess.DEVNULL,
-            timeout=timeout,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise podman_missing() from None
+    completed = run_cli([PODMAN, *args], missing=podman_missing, timeout=timeout, env=env)
     if completed.returncode != 0:
         raise_if_rootless_unusable(completed.stderr)
     return completed
 
 
 def failure_reason(completed: subprocess.CompletedProcess[str]) -> str:
-    lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
-    if not lines:
-        return f"podman exited with status {completed.returncode}"
-    return lines[-1].removeprefix("Error: ")
+    return cli_failure(completed)
 
 
 def is_gone(completed: subprocess.CompletedProcess[str]) -> bool:

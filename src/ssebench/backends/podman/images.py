@@ -3,7 +3,6 @@ prebuilt images checked or pulled."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from ssebench.backends.podman.cli import (
 )
 from ssebench.backends.podman.options import label_argv, ulimit_argv
 from ssebench.extensions import ImageUnavailableError, UserError
-from ssebench.image_layers import ImageBuilder, ImageLayer, run_build
+from ssebench.image_layers import ImageBuilder, ImageLayer, labels_from_json, run_build
 
 
 def pull_image(image: str, platform: str | None) -> None:
@@ -35,13 +34,7 @@ def pull_image(image: str, platform: str | None) -> None:
 
 def image_labels(image: str) -> Mapping[str, str] | None:
     completed = run_podman(["image", "inspect", "--format", "{{json .Labels}}", image])
-    if completed.returncode != 0:
-        return None
-    try:
-        labels = json.loads(completed.stdout or "null") or {}
-    except json.JSONDecodeError:
-        return None
-    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else None
+    return labels_from_json(completed.stdout) if completed.returncode == 0 else None
 
 
 def build_layer(layer: ImageLayer, context: Path) -> None:
