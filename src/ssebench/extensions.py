@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import re
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,7 @@ __all__ = [
     "cli_failure",
     "prebuilt_images",
     "run_cli",
+    "wait_until_created",
 ]
 
 Mode = Literal["sandbox", "sidecar"]
@@ -393,6 +395,51 @@ def run_cli(
         raise missing() from None
 
 
+def wait_until_created(
+    process: subprocess.Popen[bytes],
+    exists: Callable[[], bool],
+    *,
+    name: str,
+    program: str,
+    failed_statuses: Sequence[int],
+    timeout: float,
+    backend: str,
+    run_id: str,
+) -> None:
+    """Return once the container name of a foreground `<program> run` process exists
+    (exists() says so), or once that process has ended with a status not in
+    failed_statuses (it ran, and --rm removed it: wait reports its status). A helper for
+    a backend on a CLI whose run process stays in the foreground.
+
+    Raises BackendError when the process ended with one of failed_statuses (the CLI
+    could not create or start the container: its message is on stderr already), or
+    when the container does not exist after timeout seconds.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:
+        if exists():
+            return
+        status = process.poll()
+        if status is not None:
+            if status >= 0 and status not in failed_statuses:
+                return
+            raise BackendError(
+                f"{program} run could not start the container {name} (status {status}); "
+                f"{program}'s message is above",
+                backend=backend,
+                run_id=run_id,
+            )
+        if time.monotonic() > deadline:
+            raise BackendError(
+                f"The container {name} was not created in {timeout:.0f} s",
+                backend=backend,
+                run_id=run_id,
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
 def cli_failure(completed: subprocess.CompletedProcess[str]) -> str:
     """Why a command of run_cli failed, in one line: the last line of its stderr
     without the CLI's "Error: " prefix, or its exit status when it wrote nothing."""
@@ -414,6 +461,9 @@ class Backend(abc.ABC):
     name: str = ""
     builds_images: bool = False
     supports_exec: bool = False
+    exec_program: str | None = None
+    """A container CLI that speaks docker's exec ("docker", "podman"): the default
+    exec_argv then runs `<exec_program> exec ... <exec_container(handle)> <command>`."""
     default_parallel_runs: int | None = None
     """How many runs `ssebench eval` runs at once when --jobs is not given. None: the
     number of CPU cores of this machine, right for a local daemon; a cluster backend
@@ -564,12 +614,33 @@ class Backend(abc.ABC):
         command reaches the container as separate arguments, never through a shell.
         env_names are passed by name: the container gets the caller's values, which
         never appear in the vector. Raises BackendError when not supported.
+
+        The default: with exec_program set (a CLI that speaks docker's exec: "docker",
+        "podman"), cli_exec_argv for the container exec_container(handle) names;
+        without it, BackendError.
         """
+        if self.exec_program is not None:
+            return cli_exec_argv(
+                self.exec_program,
+                self.exec_container(handle),
+                command,
+                user=user,
+                workdir=workdir,
+                tty=tty,
+                stdin=stdin,
+                env_names=env_names,
+                backend=self.name,
+                run_id=handle.run_id,
+            )
         raise BackendError(
             f"The {self.name or type(self).__name__} backend cannot run commands in a run",
             backend=self.name,
             run_id=handle.run_id,
         )
+
+    def exec_container(self, handle: RunHandle) -> str:
+        """The container that the default exec_argv runs commands in: handle.name."""
+        return handle.name
 
     def proxy(self) -> ProxyEndpoint | None:
         """The backend's own LiteLLM proxy, or None for the local Compose stack."""
