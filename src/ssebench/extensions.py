@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import abc
 import re
-from collections.abc import Iterator, Mapping, Sequence
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ssebench.errors import BackendError, ImageUnavailableError, UserError
+
+if TYPE_CHECKING:  # image_layers is built on this module
+    from ssebench.image_layers import ImageBuilder
 
 __all__ = [
     "AGENT_LABEL",
@@ -31,6 +36,7 @@ __all__ = [
     "REFERENCE_RUN_LABEL",
     "RESULTS_LABEL",
     "RESULTS_OWNER_LABEL",
+    "RESULTS_OWNER_VARIABLE",
     "RESULTS_TARGET",
     "RUNNER_HOST_LABEL",
     "RUNNER_PID_LABEL",
@@ -56,7 +62,10 @@ __all__ = [
     "SidecarPair",
     "UserError",
     "cli_exec_argv",
+    "cli_failure",
     "prebuilt_images",
+    "run_cli",
+    "wait_until_created",
 ]
 
 Mode = Literal["sandbox", "sidecar"]
@@ -101,6 +110,11 @@ HELPER_LABEL = "ssebench.helper"
 # Set by the backend when the runner is not root (uid:gid): the container makes the run
 # directory root's, and whoever removes the run gives it back to this owner.
 RESULTS_OWNER_LABEL = "ssebench.results-owner"
+# In RunSpec.env when the runner is not root: uid:gid, as the container sees them, to
+# whom the entrypoint gives the run directory back at the end (the container makes it
+# root's while it runs). A backend whose containers map IDs (rootless Podman: this
+# user is the container's root) rewrites it.
+RESULTS_OWNER_VARIABLE = "SSE_RESULTS_OWNER"
 
 # What `ssebench runs list` asks list_runs for.
 LISTED_RUNS = {WEBUI_LABEL: "true"}
@@ -352,6 +366,90 @@ def cli_exec_argv(
     return [*argv, container, *command]
 
 
+def run_cli(
+    argv: Sequence[str],
+    *,
+    missing: Callable[[], Exception],
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    pass_fds: Sequence[int] = (),
+) -> subprocess.CompletedProcess[str]:
+    """Run a command of a container CLI (docker, podman) with its output captured as
+    text and no stdin, and return it whatever its status: a helper for a backend on a
+    CLI. env: the whole environment of the command (default this process's); pass_fds:
+    descriptors it inherits. Raises missing() when argv[0] is not installed, and
+    subprocess.TimeoutExpired after timeout."""
+    try:
+        return subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+            env=None if env is None else dict(env),
+            pass_fds=tuple(pass_fds),
+        )
+    except FileNotFoundError:
+        raise missing() from None
+
+
+def wait_until_created(
+    process: subprocess.Popen[bytes],
+    exists: Callable[[], bool],
+    *,
+    name: str,
+    program: str,
+    failed_statuses: Sequence[int],
+    timeout: float,
+    backend: str,
+    run_id: str,
+) -> None:
+    """Return once the container name of a foreground `<program> run` process exists
+    (exists() says so), or once that process has ended with a status not in
+    failed_statuses (it ran, and --rm removed it: wait reports its status). A helper for
+    a backend on a CLI whose run process stays in the foreground.
+
+    Raises BackendError when the process ended with one of failed_statuses (the CLI
+    could not create or start the container: its message is on stderr already), or
+    when the container does not exist after timeout seconds.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:
+        if exists():
+            return
+        status = process.poll()
+        if status is not None:
+            if status >= 0 and status not in failed_statuses:
+                return
+            raise BackendError(
+                f"{program} run could not start the container {name} (status {status}); "
+                f"{program}'s message is above",
+                backend=backend,
+                run_id=run_id,
+            )
+        if time.monotonic() > deadline:
+            raise BackendError(
+                f"The container {name} was not created in {timeout:.0f} s",
+                backend=backend,
+                run_id=run_id,
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def cli_failure(completed: subprocess.CompletedProcess[str]) -> str:
+    """Why a command of run_cli failed, in one line: the last line of its stderr
+    without the CLI's "Error: " prefix, or its exit status when it wrote nothing."""
+    lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
+    if not lines:
+        program = Path(str(completed.args[0])).name if completed.args else "the command"
+        return f"{program} exited with status {completed.returncode}"
+    return lines[-1].removeprefix("Error: ").removeprefix("Error response from daemon: ")
+
+
 class Backend(abc.ABC):
     """Carries out runs on a container platform.
 
@@ -363,6 +461,9 @@ class Backend(abc.ABC):
     name: str = ""
     builds_images: bool = False
     supports_exec: bool = False
+    exec_program: str | None = None
+    """A container CLI that speaks docker's exec ("docker", "podman"): the default
+    exec_argv then runs `<exec_program> exec ... <exec_container(handle)> <command>`."""
     default_parallel_runs: int | None = None
     """How many runs `ssebench eval` runs at once when --jobs is not given. None: the
     number of CPU cores of this machine, right for a local daemon; a cluster backend
@@ -440,6 +541,14 @@ class Backend(abc.ABC):
         never raises for what is already gone. Does nothing for a run started with keep.
         """
 
+    def image_builder(self) -> ImageBuilder | None:
+        """For a backend with builds_images: its own callables for the image layers
+        (ssebench.image_layers.ImageBuilder: build a context, read an image's labels,
+        tag and push), which `ssebench images publish` and `ssebench build-case` use.
+        The default: None (those commands refuse the backend).
+        """
+        return None
+
     def egress_enforced(self, image: str) -> bool | None:
         """Whether this platform applies a run's NetworkPolicy (spec.network) at all:
         True, False, or None when the backend cannot tell. The runner asks before each
@@ -505,12 +614,33 @@ class Backend(abc.ABC):
         command reaches the container as separate arguments, never through a shell.
         env_names are passed by name: the container gets the caller's values, which
         never appear in the vector. Raises BackendError when not supported.
+
+        The default: with exec_program set (a CLI that speaks docker's exec: "docker",
+        "podman"), cli_exec_argv for the container exec_container(handle) names;
+        without it, BackendError.
         """
+        if self.exec_program is not None:
+            return cli_exec_argv(
+                self.exec_program,
+                self.exec_container(handle),
+                command,
+                user=user,
+                workdir=workdir,
+                tty=tty,
+                stdin=stdin,
+                env_names=env_names,
+                backend=self.name,
+                run_id=handle.run_id,
+            )
         raise BackendError(
             f"The {self.name or type(self).__name__} backend cannot run commands in a run",
             backend=self.name,
             run_id=handle.run_id,
         )
+
+    def exec_container(self, handle: RunHandle) -> str:
+        """The container that the default exec_argv runs commands in: handle.name."""
+        return handle.name
 
     def proxy(self) -> ProxyEndpoint | None:
         """The backend's own LiteLLM proxy, or None for the local Compose stack."""

@@ -18,6 +18,12 @@ An image whose CACHE_KEY_LABEL equals the layer's cache_key is current and is no
 again; the key covers everything that goes into the image, its parent's key included,
 so a changed task, runtime or agent folder gives a new key. The Docker backend builds
 its images through exactly this API (docs/writing-a-backend.md, "Image layers").
+
+run_build(argv, layer, ...) runs a build command the docker way (its log streamed,
+prefixed with the layer's kind; one clear error with the log's last lines when it
+fails), for a build callable that runs a CLI. A backend's image_builder() returns an
+ImageBuilder (its build and image_labels callables, and how to tag and push an image):
+with it, `ssebench images publish` and `ssebench build-case` work on that backend.
 """
 
 from __future__ import annotations
@@ -28,16 +34,23 @@ from pathlib import Path
 
 from ssebench import images
 from ssebench.extensions import ImageRequest, Images
+from ssebench.images import BuildOutput, labels_from_json, run_build
 from ssebench.scratch import scratch_folder
+from ssebench.tasks.model import Task
 
 __all__ = [
     "CACHE_KEY_LABEL",
     "BuildContext",
+    "BuildOutput",
+    "ImageBuilder",
     "ImageLabels",
     "ImageLayer",
     "LayerPlan",
+    "build_case_images",
     "build_images",
+    "labels_from_json",
     "layers_of",
+    "run_build",
 ]
 
 # The label that carries an image's cache key.
@@ -45,6 +58,24 @@ CACHE_KEY_LABEL = images.DIGEST_LABEL
 
 BuildContext = Callable[["ImageLayer", Path], None]
 ImageLabels = Callable[[str], Mapping[str, str] | None]
+
+
+@dataclass(frozen=True)
+class ImageBuilder:
+    """What a backend that builds images lends to `ssebench images publish` and
+    `ssebench build-case` (Backend.image_builder()).
+
+    build, image_labels: as for build_images. tag(image, name): give the image in the
+    backend's store a second name. push(name): push the image so named to its
+    registry. store: the image store's name in messages ("Docker", "Podman"). Each
+    raises UserError on failure.
+    """
+
+    build: BuildContext
+    image_labels: ImageLabels
+    tag: Callable[[str, str], None]
+    push: Callable[[str], None]
+    store: str
 
 
 @dataclass(frozen=True)
@@ -162,3 +193,16 @@ def build_images(
     for stack in plan.stacks:
         build_stack(stack, build, image_labels, rebuild=request.rebuild)
     return plan.images
+
+
+def build_case_images(
+    tasks: Sequence[Task], builder: ImageBuilder, *, platform: str | None, rebuild: bool
+) -> list[str]:
+    """Build (or find current) the case image of every task, with its environment
+    image when it has one; return the case images' names in order."""
+    names = []
+    for task in tasks:
+        stack = _stack([images.case_layer(task, platform=platform)])
+        build_stack(stack, builder.build, builder.image_labels, rebuild=rebuild)
+        names.append(stack[-1].image)
+    return names

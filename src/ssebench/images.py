@@ -55,13 +55,13 @@ from typing import TYPE_CHECKING, Literal, TextIO, TypeVar
 
 from ssebench.agents import Agent, read_agent
 from ssebench.errors import ImageUnavailableError, UserError
-from ssebench.extensions import ImageRequest, Images, prebuilt_images
+from ssebench.extensions import ImageRequest, Images, cli_failure, prebuilt_images, run_cli
 from ssebench.runtime import __version__ as RUNTIME_VERSION
 from ssebench.scratch import scratch_folder
 from ssebench.tasks.model import HIDDEN_FOLDER, REFERENCE_PATCH, SOURCE_FOLDER, Task, load_task
 
 if TYPE_CHECKING:  # the public view of a Layer (image_layers is built on this module)
-    from ssebench.image_layers import ImageLayer
+    from ssebench.image_layers import ImageBuilder, ImageLayer
 
 __all__ = [
     "DIGEST_LABEL",
@@ -77,9 +77,11 @@ __all__ = [
     "docker_unreachable",
     "ensure_layers",
     "environment_layer",
+    "labels_from_json",
     "layer_is_current",
     "prepare_images",
     "pull_image",
+    "run_build",
     "run_docker",
     "run_layers",
     "sidecar_layers",
@@ -155,19 +157,7 @@ def run_docker(
     Raises UserError when docker is missing or its daemon unreachable; every other
     failure is the caller's to interpret (failure_reason gives its one-line reason).
     """
-    try:
-        completed = subprocess.run(
-            [DOCKER, *args],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            stdin=subprocess.DEVNULL,
-            timeout=timeout,
-            check=False,
-            pass_fds=tuple(pass_fds),
-        )
-    except FileNotFoundError:
-        raise docker_missing() from None
+    completed = run_cli([DOCKER, *args], missing=docker_missing, timeout=timeout, pass_fds=pass_fds)
     if completed.returncode != 0:
         raise_if_unreachable(completed.stderr)
     return completed
@@ -198,10 +188,7 @@ def add_build_ca(context: Path) -> None:
 
 def failure_reason(completed: subprocess.CompletedProcess[str]) -> str:
     """The last line docker wrote to stderr: the one that says what went wrong."""
-    lines = [line.strip() for line in completed.stderr.splitlines() if line.strip()]
-    if not lines:
-        return f"docker exited with status {completed.returncode}"
-    return lines[-1].removeprefix("Error: ").removeprefix("Error response from daemon: ")
+    return cli_failure(completed)
 
 
 def image_exists(image: str) -> bool:
@@ -626,6 +613,26 @@ def docker_builder(output: BuildOutput | None = None) -> Callable[[ImageLayer, P
     return lambda layer, context: build_context(layer, context, output)
 
 
+def docker_or_fail(argv: Sequence[str]) -> None:
+    """`docker ARGV`; raises UserError with docker's reason when it fails."""
+    completed = run_docker(argv)
+    if completed.returncode != 0:
+        raise UserError(f"docker {argv[0]} failed: {failure_reason(completed)}")
+
+
+def docker_image_builder(output: BuildOutput | None = None) -> ImageBuilder:
+    """The Docker backend's ImageBuilder (Backend.image_builder)."""
+    from ssebench.image_layers import ImageBuilder
+
+    return ImageBuilder(
+        build=docker_builder(output),
+        image_labels=docker_image_labels,
+        tag=lambda image, name: docker_or_fail(["tag", image, name]),
+        push=lambda name: docker_or_fail(["push", name]),
+        store="Docker",
+    )
+
+
 def build_context(
     layer: Layer | ImageLayer, context: Path, output: BuildOutput | None = None
 ) -> None:
@@ -634,25 +641,53 @@ def build_context(
     Raises ImageUnavailableError, a UserError, naming the layer and the last lines of
     its build log when the build fails.
     """
-    output = output or BuildOutput()
     buildx = buildx_available()
+    run_build(
+        build_argv(layer, context, buildx=buildx),
+        layer,
+        output=output,
+        env=build_environment(buildx=buildx),
+        missing=docker_missing,
+        check_log=lambda log: raise_if_unreachable("\n".join(log)),
+    )
+
+
+def run_build(
+    argv: Sequence[str],
+    layer: Layer | ImageLayer,
+    *,
+    output: BuildOutput | None = None,
+    env: Mapping[str, str] | None = None,
+    missing: Callable[[], Exception] | None = None,
+    check_log: Callable[[Sequence[str]], None] | None = None,
+) -> None:
+    """Run the build command argv of layer, its log going to output as it comes (each
+    line prefixed with the layer's kind; quiet: kept for a failure only).
+
+    missing: the error for a command that is not installed. check_log: given the last
+    lines of a failed build's log, may raise an error of its own (the builder is not
+    reachable) before the one below. Raises ImageUnavailableError naming the layer and
+    the last lines of its build log (an install image: the line that says what failed).
+    """
+    output = output or BuildOutput()
     output.say(f"building the {layer.kind} layer {layer.image}")
     started = time.monotonic()
     tail: deque[str] = deque(maxlen=BUILD_LOG_TAIL)
     errors: list[str] = []
-    argv = build_argv(layer, context, buildx=buildx)
     try:
         process = subprocess.Popen(
-            argv,
+            list(argv),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
             errors="replace",
-            env=build_environment(buildx=buildx),
+            env=None if env is None else dict(env),
         )
     except FileNotFoundError:
-        raise docker_missing() from None
+        if missing is None:
+            raise UserError(f"{argv[0]} is not installed (not on PATH)") from None
+        raise missing() from None
     with process:
         assert process.stdout is not None
         try:
@@ -670,7 +705,8 @@ def build_context(
             raise
     status = process.wait()
     if status != 0:
-        raise_if_unreachable("\n".join(tail))
+        if check_log is not None:
+            check_log(list(tail))
         if layer.kind == "agent-install":
             raise ImageUnavailableError(
                 f"Building the install image {layer.image} failed: "
@@ -725,10 +761,14 @@ def docker_image_labels(image: str) -> dict[str, str] | None:
     """The labels of image in the local Docker image store, or None when it is not
     there (the image_labels callable of image_layers.build_images)."""
     completed = run_docker(["image", "inspect", "--format", "{{json .Config.Labels}}", image])
-    if completed.returncode != 0:
-        return None
+    return labels_from_json(completed.stdout) if completed.returncode == 0 else None
+
+
+def labels_from_json(text: str) -> dict[str, str] | None:
+    """An image's labels from their JSON (`{{json .Config.Labels}}` of docker image
+    inspect, `{{json .Labels}}` of podman's): {} for none, None for what is not JSON."""
     try:
-        labels = json.loads(completed.stdout or "null") or {}
+        labels = json.loads(text or "null") or {}
     except json.JSONDecodeError:
         return None
     return (

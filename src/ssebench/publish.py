@@ -2,9 +2,12 @@
 names prebuilt_images() computes, so `ssebench run --prebuilt` finds them (spec,
 "Prebuilt images").
 
-Targets: `push` pushes them to the registry; `docker` leaves them, so named, in the
-local Docker image store (a cluster that uses this dockerd, as k8s-local does, runs them
-with imagePullPolicy Never); `kind` loads them into the nodes of a kind cluster.
+The images are built by a backend's ImageBuilder (Backend.image_builder(): Docker's,
+Podman's, an extension's), which also names and pushes them. Targets: `push` pushes
+them to the registry; `local` (also `docker`, its older name) leaves them, so named, in
+the backend's local image store (a cluster that uses this dockerd, as k8s-local does,
+runs them with imagePullPolicy Never); `kind` loads them from Docker's store into the
+nodes of a kind cluster.
 """
 
 from __future__ import annotations
@@ -15,19 +18,20 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ssebench import images
 from ssebench.agents import Agent
 from ssebench.errors import UserError
 from ssebench.extensions import ImageRequest, Images, Mode, prebuilt_images
 from ssebench.runner import image_request
 from ssebench.tasks.model import Task
 
-Target = Literal["push", "docker", "kind"]
-TARGETS: tuple[Target, ...] = ("push", "docker", "kind")
+Target = Literal["push", "local", "docker", "kind"]
+TARGETS: tuple[Target, ...] = ("push", "local", "docker", "kind")
 MODES: tuple[Mode, ...] = ("sandbox", "sidecar")
 
 Build = Callable[[ImageRequest], Images]
 Command = Callable[[Sequence[str]], None]
+Tag = Callable[[str, str], None]
+Push = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -91,12 +95,6 @@ def build_all(requests: Iterable[ImageRequest], build: Build) -> list[Publicatio
     return [Publication(local=made, name=name) for name, made in pairs.items()]
 
 
-def docker_command(argv: Sequence[str]) -> None:
-    completed = images.run_docker(argv)
-    if completed.returncode != 0:
-        raise UserError(f"docker {argv[0]} failed: {images.failure_reason(completed)}")
-
-
 def kind_command(argv: Sequence[str]) -> None:
     try:
         completed = subprocess.run(
@@ -114,16 +112,17 @@ def deliver(
     publications: Sequence[Publication],
     target: Target,
     *,
+    tag: Tag,
+    push: Push,
     kind_cluster: str = "kind",
-    docker: Command = docker_command,
     kind: Command = kind_command,
 ) -> None:
-    """Name the local images as published, then push or load them."""
+    """Name the local images as published (tag), then push or load them."""
     for item in publications:
         if item.local != item.name:
-            docker(["tag", item.local, item.name])
+            tag(item.local, item.name)
     if target == "push":
         for item in publications:
-            docker(["push", item.name])
+            push(item.name)
     elif target == "kind" and publications:
         kind(["load", "docker-image", "--name", kind_cluster, *(p.name for p in publications)])

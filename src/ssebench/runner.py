@@ -28,6 +28,7 @@ from ssebench.extensions import (
     ARCHIVE_TARGET,
     IMAGE_REFERENCE_PATCH,
     REFERENCE_PATCH_TARGET,
+    RESULTS_OWNER_VARIABLE,
     RESULTS_TARGET,
     Backend,
     Egress,
@@ -415,7 +416,7 @@ class Runner:
         if os.getuid() != 0:
             # The container makes the run directory root's while it runs; it hands it
             # back to us at the end so we can read the grade and write summary.json.
-            env["SSE_RESULTS_OWNER"] = f"{os.getuid()}:{os.getgid()}"
+            env[RESULTS_OWNER_VARIABLE] = f"{os.getuid()}:{os.getgid()}"
         return RunSpec(
             run_id=settings.run_id,
             task_name=settings.task.id,

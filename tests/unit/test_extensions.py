@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from ssebench import extensions
-from ssebench.errors import BackendError
+from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
     ImageRequest,
     Mount,
@@ -115,3 +117,57 @@ def test_all_names_every_public_definition() -> None:
     imported_errors = {"BackendError", "UserError", "ImageUnavailableError"}
     public = {name for name in defined if not name.startswith("_")} | imported_errors
     assert public == set(extensions.__all__)
+
+
+def _process(status: int) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen([sys.executable, "-c", f"raise SystemExit({status})"])
+    process.wait()
+    return process
+
+
+def _wait(process: subprocess.Popen[bytes], exists: bool = False, timeout: float = 5) -> None:
+    extensions.wait_until_created(
+        process,
+        lambda: exists,
+        name="box",
+        program="cli",
+        failed_statuses=(125,),
+        timeout=timeout,
+        backend="b",
+        run_id="r",
+    )
+
+
+def test_wait_until_created_returns_once_the_container_exists_or_ran() -> None:
+    _wait(_process(0), exists=True)
+    _wait(_process(3))  # it ran and is gone: wait reports the status
+
+
+def test_wait_until_created_names_a_run_that_could_not_start_or_never_came() -> None:
+    with pytest.raises(
+        BackendError, match=r"^cli run could not start the container box \(status 125\)"
+    ):
+        _wait(_process(125))
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with pytest.raises(BackendError, match=r"^The container box was not created in 0 s$"):
+            _wait(sleeper, timeout=0.2)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_cli_failure_is_the_last_line_without_the_prefix() -> None:
+    failed = extensions.run_cli(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.stderr.write('noise\\nError: the reason\\n'); sys.exit(2)",
+        ],
+        missing=lambda: AssertionError("python is there"),
+    )
+    assert extensions.cli_failure(failed) == "the reason"
+    silent = extensions.run_cli([sys.executable, "-c", "raise SystemExit(4)"], missing=RuntimeError)
+    assert extensions.cli_failure(silent).endswith("exited with status 4")
+    with pytest.raises(UserError, match=r"^not installed$"):
+        extensions.run_cli(["/nonexistent/cli"], missing=lambda: UserError("not installed"))

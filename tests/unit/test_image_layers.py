@@ -3,6 +3,7 @@ through a backend's own callables, with no Docker anywhere."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ssebench import image_layers
-from ssebench.extensions import ImageRequest
+from ssebench.extensions import ImageRequest, ImageUnavailableError, UserError
 from ssebench.image_layers import CACHE_KEY_LABEL, ImageLayer
 from ssebench.tasks import Task, load_task
 from tests.conftest import TINY_DATASET
@@ -114,6 +115,53 @@ def test_rebuild_builds_everything(task: Task, agent_dir: Path) -> None:
     image_layers.build_images(request, build=store.build, image_labels=store.image_labels)
     image_layers.build_images(request, build=store.build, image_labels=store.image_labels)
     assert len(store.built) == 8
+
+
+def builder_of(store: Store) -> image_layers.ImageBuilder:
+    def refuse(*names: str) -> None:
+        raise AssertionError(f"build-case neither tags nor pushes: {names}")
+
+    return image_layers.ImageBuilder(
+        build=store.build, image_labels=store.image_labels, tag=refuse, push=refuse, store="t"
+    )
+
+
+def test_build_case_images_builds_the_case_layer_only_once(task: Task) -> None:
+    store = Store()
+    names = image_layers.build_case_images([task], builder_of(store), platform=None, rebuild=False)
+    assert names == store.built
+    assert len(names) == 1 and names[0].startswith(f"ssebench/case/tiny/{task.id}:")
+    assert "task/task.json" in store.contexts[names[0]]
+    again = image_layers.build_case_images([task], builder_of(store), platform=None, rebuild=False)
+    assert again == names and store.built == names
+    image_layers.build_case_images([task], builder_of(store), platform=None, rebuild=True)
+    assert store.built == names * 2
+
+
+def test_run_build_streams_the_log_and_names_the_failure(task: Task, agent_dir: Path) -> None:
+    layer = image_layers.layers_of(request_of(task, agent_dir)).builds[0]
+    stream = io.StringIO()
+    script = "print('step one'); print('the step that failed'); raise SystemExit(3)"
+    with pytest.raises(ImageUnavailableError) as failed:
+        image_layers.run_build(
+            [sys.executable, "-c", script],
+            layer,
+            output=image_layers.BuildOutput(stream=stream),
+        )
+    assert "  case | step one\n" in stream.getvalue()
+    assert f"Building the case layer {layer.image} failed (exit status 3)" in str(failed.value)
+    assert str(failed.value).endswith("  step one\n  the step that failed")
+
+    def unreachable(log: object) -> None:
+        raise UserError("the builder is gone")
+
+    with pytest.raises(UserError, match=r"^the builder is gone$"):
+        image_layers.run_build(
+            [sys.executable, "-c", script],
+            layer,
+            output=image_layers.BuildOutput(stream=io.StringIO(), quiet=True),
+            check_log=unreachable,
+        )
 
 
 def test_python_dash_m_ssebench_help() -> None:

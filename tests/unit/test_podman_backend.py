@@ -78,3 +78,50 @@ def test_exec_argv_passes_names_not_values(monkeypatch: pytest.MonkeyPatch) -> N
         "a b",
     ]
     assert SECRET not in " ".join(argv)
+
+
+def test_exec_argv_of_a_sidecar_run_names_the_environment_container() -> None:
+    handle = RunHandle(
+        backend="podman",
+        run_id="r",
+        name="ssebench-r-agent",
+        details={"pair": "r", "environment": "ssebench-r"},
+    )
+    argv = PodmanBackend().exec_argv(handle, ["true"], tty=True, stdin=True)
+    assert argv == ["podman", "exec", "--interactive", "--tty", "ssebench-r", "true"]
+
+
+def test_rootless_gives_the_run_directory_back_to_the_containers_root(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 47001)
+    _, environment = env_by_name({"SSE_RESULTS_OWNER": "47001:47001"})
+    assert environment["SSE_RESULTS_OWNER"] == "0:0"
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    _, environment = env_by_name({"SSE_RESULTS_OWNER": "1000:1000"})
+    assert environment["SSE_RESULTS_OWNER"] == "1000:1000"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "names"),
+    [
+        (
+            "Error: potentially insufficient UIDs or GIDs available in user namespace "
+            "(requested 0:42 for /etc/gshadow)",
+            "no subordinate UIDs/GIDs",
+        ),
+        ('exec: "newuidmap": executable file not found in $PATH', "newuidmap and newgidmap"),
+        ("Error: cannot clone: Operation not permitted", "user namespaces"),
+    ],
+)
+def test_rootless_setup_problems_are_one_line(
+    monkeypatch: pytest.MonkeyPatch, stderr: str, names: str
+) -> None:
+    from ssebench.backends.podman.cli import rootless_problem
+
+    monkeypatch.setattr("os.geteuid", lambda: 47001)
+    problem = rootless_problem(stderr)
+    assert problem is not None and names in str(problem)
+    assert "\n" not in str(problem)
+    monkeypatch.setattr("os.geteuid", lambda: 0)
+    assert rootless_problem(stderr) is None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -59,12 +58,13 @@ def test_build_tags_and_pushes_each_name_once() -> None:
         return _fake_build(request)
 
     commands: list[list[str]] = []
-
-    def docker(argv: Sequence[str]) -> None:
-        commands.append(list(argv))
-
     publications = publish.build_all(_requests(), build)
-    publish.deliver(publications, "push", docker=docker)
+    publish.deliver(
+        publications,
+        "push",
+        tag=lambda image, name: commands.append(["tag", image, name]),
+        push=lambda name: commands.append(["push", name]),
+    )
     names = publish.published_names(_requests())
     assert sorted(p.name for p in publications) == sorted(names)
     tags = [c for c in commands if c[0] == "tag"]
@@ -75,19 +75,27 @@ def test_build_tags_and_pushes_each_name_once() -> None:
     assert {request.mode for request in built} == {"sandbox", "sidecar"}
 
 
-def test_load_docker_only_tags_and_kind_loads_all() -> None:
+@pytest.mark.parametrize("target", ["local", "docker"])
+def test_load_local_only_tags_and_kind_loads_all(target: publish.Target) -> None:
     publications = publish.build_all(_requests(), _fake_build)
-    docker_calls: list[list[str]] = []
+    calls: list[str] = []
     kind_calls: list[list[str]] = []
-    publish.deliver(publications, "docker", docker=lambda a: docker_calls.append(list(a)))
-    assert {call[0] for call in docker_calls} == {"tag"}
+    publish.deliver(
+        publications,
+        target,
+        tag=lambda image, name: calls.append("tag"),
+        push=lambda name: calls.append("push"),
+    )
+    assert set(calls) == {"tag"}
     publish.deliver(
         publications,
         "kind",
         kind_cluster="ssebench",
-        docker=lambda a: None,
+        tag=lambda image, name: None,
+        push=lambda name: calls.append("push"),
         kind=lambda a: kind_calls.append(list(a)),
     )
+    assert "push" not in calls
     assert kind_calls == [
         ["load", "docker-image", "--name", "ssebench", *(p.name for p in publications)]
     ]
@@ -102,9 +110,9 @@ def test_one_name_for_two_images_is_refused() -> None:
         publish.build_all(requests, build)
 
 
-def test_cli_dry_run_prints_the_names() -> None:
-    task = load_dataset(PILOT).tasks[0].id
-    result = ssebench(
+def _publish_cli(*extra: str, task: str | None = None) -> list[str]:
+    task = task or load_dataset(PILOT).tasks[0].id
+    return [
         "images",
         "publish",
         "--registry",
@@ -115,12 +123,13 @@ def test_cli_dry_run_prints_the_names() -> None:
         "reference",
         "--local",
         str(PILOT),
-        "--mode",
-        "sandbox",
-        "--dry-run",
-        "--json",
-        timeout=60,
-    )
+        *extra,
+    ]
+
+
+def test_cli_dry_run_prints_the_names() -> None:
+    task = load_dataset(PILOT).tasks[0].id
+    result = ssebench(*_publish_cli("--mode", "sandbox", "--dry-run", "--json"), timeout=60)
     assert result.returncode == 0, result.stderr
     version = load_agent("reference").version
     assert json.loads(result.stdout) == {
@@ -131,19 +140,34 @@ def test_cli_dry_run_prints_the_names() -> None:
 
 
 def test_cli_unknown_task_is_one_line() -> None:
-    result = ssebench(
-        "images",
-        "publish",
-        "--registry",
-        REGISTRY,
-        "--tasks",
-        "nope",
-        "--agents",
-        "reference",
-        "--local",
-        str(PILOT),
-        "--dry-run",
-        timeout=60,
-    )
+    result = ssebench(*_publish_cli("--dry-run", task="nope"), timeout=60)
     assert result.returncode == 1
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (
+            _publish_cli("--backend", "fake", "--dry-run"),
+            "ssebench: error: The backend 'fake' does not build images; build with one that "
+            "does (--backend docker or --backend podman)",
+        ),
+        (
+            ["build-case", "--backend", "fake", "--local", str(PILOT), "--tasks", "all"],
+            "ssebench: error: The backend 'fake' does not build images; build with one that "
+            "does (--backend docker or --backend podman)",
+        ),
+        (
+            _publish_cli("--backend", "podman", "--load", "kind", "--dry-run"),
+            "ssebench: error: --load kind loads images from Docker's store, not from "
+            "Podman's: publish with --backend docker, or push them (no --load) for the "
+            "cluster to pull",
+        ),
+    ],
+    ids=["publish-fake", "build-case-fake", "podman-kind"],
+)
+def test_cli_backend_that_cannot_serve_is_one_line(arguments: list[str], message: str) -> None:
+    result = ssebench(*arguments, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip() == message

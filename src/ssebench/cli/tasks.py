@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from typing import Any
 
+from ssebench.cli.images import add_image_backend_option
 from ssebench.cli.output import print_json, print_table
 from ssebench.cli.run import add_dataset_options
 from ssebench.errors import UserError
@@ -39,13 +40,19 @@ def register(commands: Any) -> None:
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler=check_command)
 
-    build = commands.add_parser("build-case", help="build the case images of tasks")
+    build = commands.add_parser(
+        "build-case",
+        help="build the case images of tasks",
+        description="Build (or find current) the case image of each task, with the "
+        "backend's image builder (--backend), and print their names.",
+    )
     build.add_argument(
         "--tasks", nargs="+", required=True, metavar="TASK", help="task IDs, or 'all'"
     )
     add_dataset_options(build)
     build.add_argument("--platform", help="linux/<arch>")
     build.add_argument("--build", action="store_true", help="rebuild even when cached")
+    add_image_backend_option(build)
     build.set_defaults(handler=build_case_command)
 
 
@@ -116,9 +123,13 @@ def check_command(arguments: argparse.Namespace) -> int:
 
 
 def build_case_command(arguments: argparse.Namespace) -> int:
-    from ssebench.images import build_case_images
+    from ssebench.cli.images import image_builder
+    from ssebench.image_layers import build_case_images
 
     tasks = _local_tasks(arguments, "build-case")
-    for image in build_case_images(tasks, platform=arguments.platform, rebuild=arguments.build):
+    builder = image_builder(arguments.backend)
+    for image in build_case_images(
+        tasks, builder, platform=arguments.platform, rebuild=arguments.build
+    ):
         print(image)
     return 0

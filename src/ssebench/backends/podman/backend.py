@@ -40,8 +40,8 @@ from ssebench.extensions import (
     RunState,
     SidecarPair,
     UserError,
-    cli_exec_argv,
     prebuilt_images,
+    wait_until_created,
 )
 
 COPY_DEADLINE_SECONDS = 3600
@@ -75,6 +75,7 @@ class PodmanBackend(Backend):
     name = "podman"
     builds_images = True
     supports_exec = True
+    exec_program = PODMAN
 
     # -- images ----------------------------------------------------------------------
 
@@ -88,6 +89,9 @@ class PodmanBackend(Backend):
         return image_layers.build_images(
             request, build=images.build_layer, image_labels=images.image_labels
         )
+
+    def image_builder(self) -> image_layers.ImageBuilder:
+        return images.image_builder()
 
     def copy_from_image(
         self,
@@ -227,19 +231,7 @@ class PodmanBackend(Backend):
                 mounts=shared,
                 detach=True,
             )
-            try:
-                detached = subprocess.run(
-                    argv,
-                    env=environment,
-                    capture_output=True,
-                    text=True,
-                    errors="replace",
-                    stdin=subprocess.DEVNULL,
-                    timeout=CREATE_TIMEOUT_SECONDS,
-                    check=False,
-                )
-            except FileNotFoundError:
-                raise podman_missing() from None
+            detached = run_podman(argv[1:], timeout=CREATE_TIMEOUT_SECONDS, env=environment)
             if detached.returncode != 0:
                 raise BackendError(
                     f"podman run failed for {environment_name}: {failure_reason(detached)}",
@@ -287,7 +279,16 @@ class PodmanBackend(Backend):
         except FileNotFoundError:
             raise podman_missing() from None
         try:
-            self._wait_until_created(process, name, run_id)
+            wait_until_created(
+                process,
+                lambda: _exists(name),
+                name=name,
+                program=PODMAN,
+                failed_statuses=RUN_FAILED_STATUSES,
+                timeout=CREATE_TIMEOUT_SECONDS,
+                backend=self.name,
+                run_id=run_id,
+            )
         except BaseException:
             _end_process(process)
             run_podman(["rm", "--force", name])
@@ -295,31 +296,6 @@ class PodmanBackend(Backend):
         with _lock:
             _processes[name] = process
         return process
-
-    def _wait_until_created(self, process: subprocess.Popen[bytes], name: str, run_id: str) -> None:
-        deadline = time.monotonic() + CREATE_TIMEOUT_SECONDS
-        delay = 0.05
-        while True:
-            if run_podman(["container", "exists", name]).returncode == 0:
-                return
-            status = process.poll()
-            if status is not None:
-                if status >= 0 and status not in RUN_FAILED_STATUSES:
-                    return  # it ran and is gone already (--rm): wait reports the status
-                raise BackendError(
-                    f"podman run could not start the container {name} (status {status}); "
-                    "podman's message is above",
-                    backend=self.name,
-                    run_id=run_id,
-                )
-            if time.monotonic() > deadline:
-                raise BackendError(
-                    f"The container {name} was not created in {CREATE_TIMEOUT_SECONDS:.0f} s",
-                    backend=self.name,
-                    run_id=run_id,
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
 
     def wait(self, handle: RunHandle, timeout: float | None) -> int:
         started = time.monotonic()
@@ -552,30 +528,9 @@ class PodmanBackend(Backend):
             run_id=handle.run_id,
         )
 
-    def exec_argv(
-        self,
-        handle: RunHandle,
-        command: Sequence[str],
-        *,
-        user: str | None = None,
-        workdir: str | None = None,
-        tty: bool = False,
-        stdin: bool = False,
-        env_names: Sequence[str] = (),
-    ) -> list[str]:
+    def exec_container(self, handle: RunHandle) -> str:
         # Sidecar: the environment container, which has the task, the tree and the daemon.
-        return cli_exec_argv(
-            PODMAN,
-            handle.details.get(ENVIRONMENT_DETAIL, handle.name),
-            command,
-            user=user,
-            workdir=workdir,
-            tty=tty,
-            stdin=stdin,
-            env_names=env_names,
-            backend=self.name,
-            run_id=handle.run_id,
-        )
+        return handle.details.get(ENVIRONMENT_DETAIL, handle.name)
 
 
 def _exists(name: str) -> bool:

@@ -3,19 +3,19 @@ prebuilt images checked or pulled."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
 
-from ssebench.backends.podman.cli import PODMAN, failure_reason, podman_missing, run_podman
+from ssebench.backends.podman.cli import (
+    PODMAN,
+    failure_reason,
+    podman_missing,
+    raise_if_rootless_unusable,
+    run_podman,
+)
 from ssebench.backends.podman.options import label_argv, ulimit_argv
-from ssebench.extensions import ImageUnavailableError
-from ssebench.image_layers import ImageLayer
-
-BUILD_LOG_TAIL = 25
+from ssebench.extensions import ImageUnavailableError, UserError
+from ssebench.image_layers import ImageBuilder, ImageLayer, labels_from_json, run_build
 
 
 def pull_image(image: str, platform: str | None) -> None:
@@ -34,13 +34,7 @@ def pull_image(image: str, platform: str | None) -> None:
 
 def image_labels(image: str) -> Mapping[str, str] | None:
     completed = run_podman(["image", "inspect", "--format", "{{json .Labels}}", image])
-    if completed.returncode != 0:
-        return None
-    try:
-        labels = json.loads(completed.stdout or "null") or {}
-    except json.JSONDecodeError:
-        return None
-    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else None
+    return labels_from_json(completed.stdout) if completed.returncode == 0 else None
 
 
 def build_layer(layer: ImageLayer, context: Path) -> None:
@@ -52,32 +46,21 @@ def build_layer(layer: ImageLayer, context: Path) -> None:
     for key, value in sorted(layer.build_args.items()):
         argv += ["--build-arg", f"{key}={value}"]
     argv.append(str(context))
-    sys.stderr.write(f"ssebench: building the {layer.kind} layer {layer.image} (podman)\n")
-    tail: deque[str] = deque(maxlen=BUILD_LOG_TAIL)
-    try:
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-        )
-    except FileNotFoundError:
-        raise podman_missing() from None
-    with process:
-        assert process.stdout is not None
-        try:
-            for line in process.stdout:
-                tail.append(line.rstrip("\n"))
-                sys.stderr.write(f"  {layer.kind} | {line}")
-        except BaseException:
-            process.terminate()
-            raise
-    if process.wait() != 0:
-        log = "\n".join(f"  {line}" for line in tail)
-        raise ImageUnavailableError(
-            f"Building the {layer.kind} layer {layer.image} with podman failed. "
-            f"The last lines of its build log:\n{log}",
-            image=layer.image,
-        )
+    run_build(argv, layer, missing=podman_missing, check_log=raise_if_rootless_unusable)
+
+
+def podman_or_fail(argv: list[str]) -> None:
+    completed = run_podman(argv)
+    if completed.returncode != 0:
+        raise UserError(f"podman {argv[0]} failed: {failure_reason(completed)}")
+
+
+def image_builder() -> ImageBuilder:
+    """Podman's ImageBuilder: `images publish` and `build-case` with --backend podman."""
+    return ImageBuilder(
+        build=build_layer,
+        image_labels=image_labels,
+        tag=lambda image, name: podman_or_fail(["tag", image, name]),
+        push=lambda name: podman_or_fail(["push", name]),
+        store="Podman",
+    )

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from ssebench.extensions import (
     DEADLINE_LABEL,
     KEEP_LABEL,
+    RESULTS_OWNER_VARIABLE,
     RUNNER_HOST_LABEL,
     RUNNER_PID_LABEL,
     BackendError,
@@ -79,9 +80,20 @@ def mount_option(mount: Mount) -> str:
     return ",".join(fields)
 
 
+def rootless() -> bool:
+    """Podman runs rootless for any user but root."""
+    return os.geteuid() != 0
+
+
 def env_by_name(env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
     """The `--env NAME` options for env and the environment of the podman process that
-    carries the values: none of them is ever on a command line."""
+    carries the values: none of them is ever on a command line.
+
+    Rootless, this user is the container's root: the run directory goes back to 0:0 as
+    the container sees it (RESULTS_OWNER_VARIABLE), which is this user outside.
+    """
+    if rootless() and RESULTS_OWNER_VARIABLE in env:
+        env = {**env, RESULTS_OWNER_VARIABLE: "0:0"}
     argv: list[str] = []
     for name in env:
         if not ENV_NAME.match(name):
