@@ -220,6 +220,7 @@ class TaskRun:
             "agent": self.entry.agent,
             "model": self.entry.model_label,
             "attempt": self.attempt,
+            "state": self.state,
             "status": self.status,
             "skipped": self.skipped,
             "run_id": self.run_id,

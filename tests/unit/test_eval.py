@@ -116,6 +116,7 @@ def test_eval_runs_every_task_and_writes_the_report(tmp_path: Path) -> None:
             "agent",
             "model",
             "attempt",
+            "state",
             "status",
             "skipped",
             "run_id",

@@ -54,6 +54,9 @@ ROUTES: list[tuple[str, str]] = [
     ("GET", "/api/runs/finished-pass/diff"),
     ("GET", "/api/runs/finished-pass/logs?file=agent.log"),
     ("POST", "/api/runs/live-1/stop"),
+    ("GET", "/api/evaluations"),
+    ("GET", "/api/evaluations/eval-some.json"),
+    ("GET", "/api/evaluations/eval-some.json/compare?with=eval-other.json"),
 ]
 MUTATING = [(method, path) for method, path in ROUTES if method != "GET"]
 

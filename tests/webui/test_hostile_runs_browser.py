@@ -6,6 +6,7 @@ the runs are made by hand (tests/hostile_run.py) and the server uses the fake ba
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,3 +65,56 @@ def test_links_and_fifos_do_not_stop_the_page(page: Any, server: Server) -> None
         assert word in notice.inner_text()
         # The server's environment holds the token: a followed link would show it.
         assert TOKEN not in page.content()
+
+
+HOSTILE_TASK = "<img src=x onerror=\"document.title='pwned'\">"
+HOSTILE_AGENT = "<b>agent</b>"
+HOSTILE_MODEL = "<script>document.title='pwned'</script>"
+
+
+def test_a_hostile_evaluation_report_is_shown_as_text(
+    page: Any, server: Server, artifacts: Path
+) -> None:
+    """Task IDs, agent and model names, messages and run IDs of a report come from
+    what agents influenced: the evaluation view shows them as text, links no run ID
+    that is not one, and runs no script."""
+    runs = [
+        {
+            "task": HOSTILE_TASK,
+            "agent": HOSTILE_AGENT,
+            "model": HOSTILE_MODEL,
+            "attempt": attempt,
+            "state": "done",
+            "status": status,
+            "skipped": False,
+            "run_id": "../../etc/passwd",
+            "run_dir": "/nowhere/<i>dir</i>",
+            "error_msg": "<img src=x onerror=\"document.title='pwned'\">",
+            "seconds": 1.0,
+            "spend": None,
+        }
+        for attempt, status in ((1, "passed"), (2, "failed"))
+    ]
+    report = {
+        "schema": 2,
+        "command": "eval",
+        "dataset": {"name": "<u>dataset</u>", "version": "1", "path": "/d"},
+        "matrix": [{"agent": HOSTILE_AGENT, "model": HOSTILE_MODEL}],
+        "attempts": 2,
+        "started_at": "2026-12-01T10:00:00Z",
+        "finished_at": "2026-12-01T10:01:00Z",
+        "in_progress": False,
+        "runs": runs,
+    }
+    (server.results / "eval-hostile.json").write_text(json.dumps(report))
+    page.click("nav >> text=Evaluations")
+    page.locator("a:has-text('eval-hostile.json')").click()
+    page.locator("td.task").first.wait_for()
+    assert page.locator("td.task").first.text_content() == HOSTILE_TASK
+    assert (page.locator("th.column").first.text_content() or "").startswith(HOSTILE_AGENT)
+    assert page.locator("#view img, #view b, #view u, #view i, #view script").count() == 0
+    # The run ID is not one: the attempts are marks, not links.
+    assert page.locator("td.cell .attempt").count() == 2
+    assert page.locator("td.cell a.attempt").count() == 0
+    assert page.title() != "pwned"
+    page.screenshot(path=str(artifacts / "hostile-evaluation.png"), full_page=True)

@@ -32,6 +32,9 @@ ROUTES = [
     ("GET", "/api/runs/some-run/logs?file=agent.log"),
     ("GET", "/api/runs/some-run/logs?since=0"),
     ("POST", "/api/runs/some-run/stop"),
+    ("GET", "/api/evaluations"),
+    ("GET", "/api/evaluations/eval-some.json"),
+    ("GET", "/api/evaluations/eval-some.json/compare?with=eval-other.json"),
 ]
 MUTATING = [(method, path) for method, path in ROUTES if method != "GET"]
 TERMINAL = "/api/runs/some-run/terminal"
@@ -148,6 +151,8 @@ def test_hosted_mode_refuses_the_launcher_and_terminal(hosted: Server, tmp_path:
     assert hosted.get("/api/launch", GOOD)[0] == 403
     assert handshake(hosted, {"Sec-WebSocket-Protocol": token_protocol(TOKEN)}) == 403
     assert hosted.get("/api/runs", GOOD)[0] == 200
+    # The evaluation view only reads: hosted mode shows it.
+    assert hosted.get("/api/evaluations", GOOD)[0] == 200
     # Nothing was launched: no launch folder was made.
     assert not (hosted.results / ".webui").exists()
 

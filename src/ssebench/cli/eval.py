@@ -17,6 +17,7 @@ import os
 import secrets
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,6 +62,7 @@ RUN_OPTIONS = (
     "results",
 )
 REFRESH_SECONDS = 0.5
+PARTIAL_REPORT_SECONDS = 2.0
 
 
 def register(commands: Any) -> None:
@@ -358,28 +360,30 @@ def eval_command(arguments: argparse.Namespace) -> int:
         terminal_err.flush()
         progress = Progress(evaluation, terminal_err, live=terminal_err.isatty())
         evaluation.listener = progress.event
+        about = {
+            "command": "eval",
+            "dataset": {
+                "name": dataset.name,
+                "version": dataset.version,
+                "path": str(dataset.path),
+            },
+            "backend": backend_name,
+            "results": str(results_root),
+            "log": str(log_path),
+            "rerun": arguments.rerun,
+        }
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        partial = PartialReports(evaluation, report_path, about)
         try:
             with stop_on_signals(evaluation, terminal_err) as received:
                 evaluation.start()
+                partial.write()
                 while not evaluation.wait(REFRESH_SECONDS):
                     progress.refresh()
+                    partial.maybe_write()
         finally:
             progress.close()
-        report = evaluation.report(
-            {
-                "command": "eval",
-                "dataset": {
-                    "name": dataset.name,
-                    "version": dataset.version,
-                    "path": str(dataset.path),
-                },
-                "backend": backend_name,
-                "results": str(results_root),
-                "log": str(log_path),
-                "rerun": arguments.rerun,
-            }
-        )
-        report_path.parent.mkdir(parents=True, exist_ok=True)
+        report = evaluation.report({**about, "in_progress": False})
         write_json(report_path, report)
         _print_summary(evaluation, report, report_path, terminal_out)
     if received:
@@ -387,6 +391,35 @@ def eval_command(arguments: argparse.Namespace) -> int:
     if arguments.require_pass and report["counts"]["passed"] != report["counts"]["total"]:
         return 1
     return 0
+
+
+class PartialReports:
+    """The report as it stands, rewritten while the evaluation runs (in_progress true,
+    finished_at null), so the web UI can show it live: at most every
+    PARTIAL_REPORT_SECONDS, and only when a run changed state."""
+
+    def __init__(self, evaluation: Evaluation, path: Path, about: dict[str, Any]) -> None:
+        self.evaluation = evaluation
+        self.path = path
+        self.about = about
+        self.written_at = 0.0
+        self.shown: list[tuple[str, str | None]] = []
+
+    def _states(self) -> list[tuple[str, str | None]]:
+        return [(run.state, run.status) for run in self.evaluation.runs]
+
+    def write(self) -> None:
+        report = self.evaluation.report({**self.about, "in_progress": True})
+        report["finished_at"] = None
+        write_json(self.path, report)
+        self.written_at = time.monotonic()
+        self.shown = self._states()
+
+    def maybe_write(self) -> None:
+        if time.monotonic() - self.written_at < PARTIAL_REPORT_SECONDS:
+            return
+        if self._states() != self.shown:
+            self.write()
 
 
 def _print_summary(

@@ -14,7 +14,11 @@ POST   /api/runs/{id}/stop              stop it (it is graded and recorded)
 
 Every POST takes Content-Type application/json and at most MAX_BODY_BYTES (json_body).
 DELETE /api/runs/{id}                   remove its containers
-GET    /api/launch                      what the launcher offers
+GET    /api/launch                      what the launcher offers (tasks, agents, models)
+GET    /api/evaluations                 the reports of `ssebench eval` in the results folder
+GET    /api/evaluations/{name}          one report: tasks x (agent, model), statistics
+GET    /api/evaluations/{name}/compare?with=OTHER[&first_entry=I&second_entry=J]
+                                        two reports side by side: the tasks that flipped
 WS     /api/runs/{id}/terminal          a shell in its container
 """
 
@@ -42,7 +46,9 @@ from ssebench.errors import SsebenchError, UserError
 from ssebench.extensions import Backend
 from ssebench.results import check_run_id
 from ssebench.webui.catalog import SORT_KEYS, RunCatalog, RunRecord, results_root, row, select
+from ssebench.webui.evaluations import Evaluations, ReportNotFound
 from ssebench.webui.launcher import Launcher
+from ssebench.webui.models import offered_models
 from ssebench.webui.security import APP_PROTOCOL, Guard, offered_protocols
 from ssebench.webui.settings import WebSettings
 from ssebench.webui.terminal import SHELL_COMMAND, PseudoTerminal, bridge, clamp_size
@@ -134,6 +140,7 @@ class WebUI:
         self.launcher = Launcher(settings, self.results)
         self.catalog = RunCatalog(backend, self.results, launching=self.launcher.starting)
         self.watcher = Watcher(backend)
+        self.evaluations = Evaluations(self.results)
         self._background: set[asyncio.Task[None]] = set()
 
     @contextlib.asynccontextmanager
@@ -165,6 +172,9 @@ class WebUI:
             Route("/api/runs", _api(self.list_runs), methods=["GET"]),
             Route("/api/runs", _api(self.launch), methods=["POST"]),
             Route("/api/launch", _api(self.launch_options)),
+            Route("/api/evaluations", _api(self.evaluation_list)),
+            Route("/api/evaluations/{name}", _api(self.evaluation)),
+            Route("/api/evaluations/{name}/compare", _api(self.evaluation_comparison)),
             Route("/api/runs/{run_id}", _api(self.run_detail), methods=["GET"]),
             Route("/api/runs/{run_id}", _api(self.remove), methods=["DELETE"]),
             Route("/api/runs/{run_id}/dialog", _api(self.dialog)),
@@ -257,6 +267,38 @@ class WebUI:
         since = max(0, _integer(request, "since", 0))
         return _json(await asyncio.to_thread(self.watcher.container_output, record, since))
 
+    # -- evaluations (read-only, so shown in hosted mode too) --------------------------
+
+    async def evaluation_list(self, request: Request) -> Response:
+        return _json(await asyncio.to_thread(self.evaluations.listing))
+
+    async def evaluation(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        try:
+            return _json(await asyncio.to_thread(self.evaluations.view, name))
+        except ReportNotFound as error:
+            raise ApiError(404, str(error)) from None
+
+    async def evaluation_comparison(self, request: Request) -> Response:
+        other = request.query_params.get("with", "")
+        if not other:
+            raise ApiError(400, "Name the report to compare with: ?with=eval-....json")
+        entries = [
+            None if request.query_params.get(key) in (None, "") else _integer(request, key, 0)
+            for key in ("first_entry", "second_entry")
+        ]
+        try:
+            comparison = await asyncio.to_thread(
+                self.evaluations.comparison,
+                request.path_params["name"],
+                other,
+                entries[0],
+                entries[1],
+            )
+        except ReportNotFound as error:
+            raise ApiError(404, str(error)) from None
+        return _json(comparison)
+
     # -- acting (never in hosted mode; Guard refuses the methods, these the rest) ------
 
     def _not_hosted(self, what: str) -> None:
@@ -265,7 +307,16 @@ class WebUI:
 
     async def launch_options(self, request: Request) -> Response:
         self._not_hosted("the launcher")
-        return _json(await asyncio.to_thread(self.launcher.options))
+        options = await asyncio.to_thread(self.launcher.options)
+        options["models"] = await asyncio.to_thread(self._models)
+        return _json(options)
+
+    def _models(self) -> dict[str, Any]:
+        try:
+            backend_proxy = self.backend.proxy()
+        except SsebenchError as error:
+            return {"source": "proxy", "models": [], "problem": str(error)}
+        return offered_models(backend_proxy)
 
     async def launch(self, request: Request) -> Response:
         self._not_hosted("the launcher")

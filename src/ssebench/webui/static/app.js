@@ -122,12 +122,17 @@ function route() {
   stopPage();
   stopPage = () => {};
   const hash = location.hash.replace(/^#/, "") || "/";
-  const [, page, id] = hash.split("/");
+  const [, page, id, other] = hash.split("/");
+  const section = { launch: "launch", evaluations: "evaluations", evaluation: "evaluations", compare: "evaluations" }[page] || "runs";
   for (const link of document.querySelectorAll("[data-nav]")) {
-    link.classList.toggle("active", (link.dataset.nav === "launch") === (page === "launch"));
+    link.classList.toggle("active", link.dataset.nav === section);
   }
   if (page === "run" && id) stopPage = runPage(decodeURIComponent(id));
   else if (page === "launch") stopPage = launchPage();
+  // The evaluation view (evaluations.js).
+  else if (page === "evaluations") stopPage = evaluationsPage();
+  else if (page === "evaluation" && id) stopPage = evaluationPage(decodeURIComponent(id));
+  else if (page === "compare" && id && other) stopPage = comparePage(decodeURIComponent(id), decodeURIComponent(other));
   else stopPage = listPage();
 }
 
@@ -643,7 +648,13 @@ function launchPage() {
     const agent = el("select", { id: "launch-agent", name: "agent", required: true },
       options.agents.map((item) => el("option", { value: item.name, text: item.name })));
     const agentDescription = el("div", { class: "hint" });
-    const model = el("input", { id: "launch-model", name: "model", placeholder: "none", autocomplete: "off" });
+    const models = options.models || { models: [] };
+    const model = el("select", { id: "launch-model", name: "model" }, el("option", { value: "", text: "none" }),
+      models.models.map((item) => el("option", {
+        value: item.name, disabled: item.key_missing, "data-key-missing": item.key_missing ? "" : undefined,
+        text: item.key_missing ? `${item.name} (no key: $${item.key_variable} is not set)` : item.provider ? `${item.name} (${item.provider})` : item.name,
+      })));
+    const modelHint = el("div", { class: "hint", id: "launch-model-hint" });
     const runId = el("input", { id: "launch-run-id", name: "run_id", placeholder: "generated", autocomplete: "off", pattern: "[A-Za-z0-9._\\-]{1,64}" });
     const description = el("div", { class: "hint" });
     const error = el("p", { class: "error", hidden: true });
@@ -655,6 +666,15 @@ function launchPage() {
     const showAgent = () => {
       const chosen = options.agents.find((item) => item.name === agent.value);
       agentDescription.textContent = chosen ? chosen.description : "";
+      const needsModel = Boolean(chosen && chosen.needs_model);
+      model.disabled = !needsModel;
+      if (!needsModel) model.value = "";
+      else if (!model.value) {
+        const usable = models.models.find((item) => !item.key_missing);
+        if (usable) model.value = usable.name;
+      }
+      const source = models.source === "proxy" ? "the models the proxy serves" : "the models of the models/ files";
+      modelHint.textContent = needsModel ? [`From ${source}.`, models.problem || ""].filter(Boolean).join(" ") : "This agent uses no model.";
     };
     task.addEventListener("change", showTask);
     agent.addEventListener("change", showAgent);
@@ -664,7 +684,7 @@ function launchPage() {
       el("p", { class: "muted", text: `Dataset ${options.dataset}. The run keeps its container, so you can watch it and open a terminal; remove it from its page when done.` }),
       el("label", { for: "launch-task", text: "Task" }), task, description,
       el("label", { for: "launch-agent", text: "Agent" }), agent, agentDescription,
-      el("label", { for: "launch-model", text: "Model" }), model, el("div", { class: "hint", text: "Only for agents that use one." }),
+      el("label", { for: "launch-model", text: "Model" }), model, modelHint,
       el("label", { for: "launch-run-id", text: "Run ID" }), runId, el("div", { class: "hint", text: "Leave empty for a new one." }),
       error,
       el("div", { class: "actions" }, submit, el("a", { href: "#/", text: "Cancel" })),
