@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from ssebench import images, publish
-from ssebench.agents import load_agent
+from ssebench.agents import load_agent, release_version
 from ssebench.tasks import load_dataset
 from tests.cli import last_line_verdict, run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
@@ -140,7 +140,7 @@ def test_load_docker_leaves_exactly_the_computed_names(tmp_path: Path) -> None:
         assert sorted(item for item in listed if item.startswith(f"{registry}/")) == sorted(names)
 
         sandbox, _ = prebuilt_run(registry, tmp_path, "sandbox")
-        assert sandbox["images"]["run"] == f"{registry}/agent-{AGENT}/{TASK}:1"
+        assert sandbox["images"]["run"] == f"{registry}/agent-{AGENT}/{TASK}:{release_version()}"
         sidecar, _ = prebuilt_run(registry, tmp_path, "sidecar")
         used = {sidecar["images"]["run"], sidecar["images"]["environment"]}
         assert used == {name for name in names if "sidecar" in name}
