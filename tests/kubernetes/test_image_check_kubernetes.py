@@ -32,10 +32,12 @@ def test_a_missing_prebuilt_image_stops_the_run_before_it_creates_anything(
     elapsed = time.monotonic() - started
     image = f"{MISSING_REGISTRY}/agent-reference/{TASK}:"
     assert done.returncode == 1, done.stdout + done.stderr
+    # "preparing images", then the one line of the error.
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, done.stderr
-    assert image in lines[0] and "ErrImageNeverPull" not in lines[0], lines[0]
-    assert f"ssebench images publish --registry {MISSING_REGISTRY}" in lines[0], lines[0]
+    assert len(lines) == 2 and lines[0].startswith("ssebench: preparing images"), done.stderr
+    error = lines[1]
+    assert error.startswith("ssebench: error: The nodes cannot get the image " + image), error
+    assert f"ssebench images publish --registry {MISSING_REGISTRY}" in error, error
     assert "Traceback" not in done.stderr
     assert elapsed < 45, f"took {elapsed:.0f} s"
     # Nothing of the run, and no check pod, is left (nor was a run directory made).
