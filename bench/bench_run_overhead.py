@@ -11,8 +11,11 @@ from pathlib import Path
 
 from common import PILOT, SSEBENCH, Figure, Result, alternate, docker_problem, main, run
 
+from ssebench.agents import release_version
+
 TASK = "py-semver-prerelease"
-IMAGE = f"ssebench/agent-reference/{TASK}:1"  # the prebuilt name under registry "ssebench"
+# The prebuilt name under registry "ssebench" (built-in agents: the ssebench version).
+IMAGE = f"ssebench/agent-reference/{TASK}:{release_version()}"
 ROUNDS = 3
 
 

@@ -11,7 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from common import SSEBENCH, Figure, NotMeasured, Result, alternate, docker_problem, main, run
 
-IMAGE = "ssebench/agent-reference/py-semver-prerelease:1"
+from ssebench.agents import release_version
+
+IMAGE = f"ssebench/agent-reference/py-semver-prerelease:{release_version()}"
 SIZES = (200, 1000)
 ROUNDS = 3
 BENCH_LABEL = "ssebench.bench"

@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,27 +20,17 @@ from typing import Any
 import pytest
 
 from ssebench import images, publish
-from ssebench.agents import load_agent
+from ssebench.agents import load_agent, release_version
 from ssebench.tasks import load_dataset
 from tests.cli import last_line_verdict, run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
+from tests.registry import MANIFEST_TYPES, docker, local_registry, registry_get
 
 pytestmark = pytest.mark.docker
 
 TASK = "py-semver-prerelease"
 AGENT = "reference"
-REGISTRY_CONTEXT = Path(__file__).resolve().parents[1] / "fixtures" / "registry"
-MANIFEST_TYPES = (
-    "application/vnd.docker.distribution.manifest.v2+json, "
-    "application/vnd.oci.image.manifest.v1+json"
-)
-
-
-def docker(*arguments: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["docker", *arguments], capture_output=True, text=True, timeout=timeout, check=False
-    )
 
 
 def image_id(name: str) -> str:
@@ -140,7 +127,7 @@ def test_load_docker_leaves_exactly_the_computed_names(tmp_path: Path) -> None:
         assert sorted(item for item in listed if item.startswith(f"{registry}/")) == sorted(names)
 
         sandbox, _ = prebuilt_run(registry, tmp_path, "sandbox")
-        assert sandbox["images"]["run"] == f"{registry}/agent-{AGENT}/{TASK}:1"
+        assert sandbox["images"]["run"] == f"{registry}/agent-{AGENT}/{TASK}:{release_version()}"
         sidecar, _ = prebuilt_run(registry, tmp_path, "sidecar")
         used = {sidecar["images"]["run"], sidecar["images"]["environment"]}
         assert used == {name for name in names if "sidecar" in name}
@@ -150,39 +137,8 @@ def test_load_docker_leaves_exactly_the_computed_names(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def registry_port() -> Iterator[int]:
-    """A registry on 127.0.0.1 (storage inside its container, removed afterwards)."""
-    image = f"ssebench-test.local/registry:{secrets.token_hex(3)}"
-    started = time.monotonic()
-    built = docker("build", "--pull=false", "-q", "-t", image, str(REGISTRY_CONTEXT))
-    assert built.returncode == 0, built.stderr[-3000:]
-    print(f"registry image built in {time.monotonic() - started:.1f}s")
-    name = f"ssebench-test-registry-{secrets.token_hex(3)}"
-    try:
-        ran = docker("run", "-d", "--rm", "--name", name, "-p", "127.0.0.1::5000", image)
-        assert ran.returncode == 0, ran.stderr
-        address = docker("port", name, "5000/tcp").stdout.split()[0]
-        port = int(address.rsplit(":", 1)[1])
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/", timeout=3) as answer:
-                    assert answer.status == 200
-                break
-            except (urllib.error.URLError, ConnectionError):
-                assert time.monotonic() < deadline, docker("logs", name).stderr[-2000:]
-                time.sleep(0.5)
+    with local_registry() as port:
         yield port
-    finally:
-        docker("rm", "-f", name)
-        docker("image", "rm", image)
-
-
-def registry_get(port: int, path: str, accept: str | None = None) -> Any:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
-    if accept:
-        request.add_header("Accept", accept)
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return json.loads(answer.read())
 
 
 def test_push_publishes_exactly_the_computed_names(registry_port: int, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ssebench import labels
+from ssebench.agents import release_version
 from ssebench.extensions import ARCHIVE_TARGET, RESULTS_TARGET, SOCKETS_TARGET
 from tests.cli import run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
@@ -71,7 +72,7 @@ def test_a_sidecar_run_is_graded_and_leaves_nothing(
     assert summary["status"] == status, summary
     assert summary["exit_code"] == 0
     assert summary["config"]["mode"] == "sidecar"  # type: ignore[index]
-    assert str(summary["images"]["run"]).endswith(f"agent-{agent}/sidecar:1")  # type: ignore[index]
+    assert str(summary["images"]["run"]).endswith(f"agent-{agent}/sidecar:{release_version()}")  # type: ignore[index]
     run_dir = tmp_path / TASK / "none" / agent / run_id
     assert (run_dir / "agent.log").is_file() and (run_dir / "agent-entrypoint.log").is_file()
     # The environment container graded what the agent container wrote in the shared tree.

@@ -215,3 +215,17 @@ def test_an_extension_cannot_replace_a_user_agent(
     no_extensions.append(EntryPoint("myext", "agents_ext:FOLDER", agents.ENTRY_POINT_GROUP))
     with pytest.raises(UserError, match=r"\(--agents-dir\) and .* \(entry point myext\)"):
         discover_agents([tmp_path / "mine"], environment={})
+
+
+def test_the_version_tags_a_release_unless_the_agent_sets_its_own(tmp_path: Path) -> None:
+    from ssebench import __version__
+    from ssebench.agents import release_version
+
+    assert release_version() == __version__.replace("+", "-")
+    assert load_agent("reference", ()).version == release_version()
+    own = read_agent(make_agent(tmp_path / "a", {"name": "mine", "version": "2.1"}))
+    assert own.version == "2.1"
+    unset = read_agent(make_agent(tmp_path / "b", {"name": "unset"}))
+    assert unset.version == release_version()
+    with pytest.raises(UserError, match=r'"version" .* must be an image tag'):
+        read_agent(make_agent(tmp_path / "c", {"name": "bad", "version": "1.0+local"}))

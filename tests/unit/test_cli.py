@@ -50,6 +50,12 @@ def test_require_pass_exits_1_on_a_failed_grade(tmp_path: Path) -> None:
     [
         (["--run-id", "latest"], "Invalid run ID"),
         (["--prebuilt", "--build"], "--prebuilt excludes --build"),
+        # Named by the contract, not implemented yet: refused, never silently ignored.
+        (["--prebuilt", "--tool-layer", "x"], "--prebuilt excludes --tool-layer: prebuilt"),
+        (["--prebuilt", "--plugin", "p"], "--prebuilt excludes --plugin: prebuilt"),
+        (["--tool-layer", "x"], "--tool-layer is not available yet"),
+        (["--plugin", "p", "--plugin", "q"], "--plugin is not available yet"),
+        (["--tool-layer", "x", "--plugin", "p"], "--tool-layer and --plugin are not available"),
         (["--task", "nope"], "No task 'nope'"),
         (["--agent", "nope"], "Unknown agent 'nope'"),
         (["--backend", "nope"], "Unknown backend 'nope'; installed backends:"),

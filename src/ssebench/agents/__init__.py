@@ -1,8 +1,9 @@
 """Agents: what an agent is (a folder with agent.json), and where ssebench finds them.
 
 An agent folder holds
-    agent.json          name, version, description, needs_model, and for a wrapped
-                        upstream agent "api" and "upstream" {registry, package, version}
+    agent.json          name, description, needs_model, optionally version (default:
+                        ssebench's, release_version()), and for a wrapped upstream
+                        agent "api" and "upstream" {registry, package, version}
     run                 the program the agent layer makes the image's command
     install.Dockerfile  optional: builds the task-independent install image whose
                         /opt/ssebench/agent-install/ the agent layer copies in
@@ -38,6 +39,8 @@ PATH_VARIABLE = "SSEBENCH_AGENTS_PATH"
 ENTRY_POINT_GROUP = "ssebench.agents"
 APIS = ("anthropic-messages", "openai-responses", "openai-chat")
 REGISTRIES = ("npm", "pypi")
+# What an image tag may be (the agent's version tags its images).
+TAG_PATTERN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 Origin = Literal["builtin", "folder", "extension"]
@@ -97,6 +100,16 @@ class Agent:
         }
 
 
+def release_version() -> str:
+    """The version of this ssebench as an image tag: the version of a built-in agent,
+    and of an agent whose agent.json sets none, so a release's images are
+    <registry>/agent-<agent>/<task>:<release version> (a local version's "+" is no
+    tag character, so it becomes "-")."""
+    from ssebench import __version__
+
+    return __version__.replace("+", "-")
+
+
 # --- agent.json -----------------------------------------------------------------------
 
 
@@ -144,8 +157,9 @@ def read_agent(folder: Path, *, origin: Origin = "builtin", found_by: str = "bui
     assert name is not None
     if not NAME_PATTERN.match(name):
         raise UserError(f"{where}: name {name!r} must be [a-z0-9][a-z0-9._-]*")
-    version = _text(data, "version", where)
-    assert version is not None
+    version = _text(data, "version", where, required=False) or release_version()
+    if not TAG_PATTERN.match(version):
+        raise UserError(f'{where}: "version" {version!r} must be an image tag: [A-Za-z0-9_.-]')
     description = data.get("description", "")
     if not isinstance(description, str):
         raise UserError(f'{where}: "description" must be a string')

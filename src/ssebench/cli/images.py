@@ -1,5 +1,5 @@
-"""`ssebench images`: publish the prebuilt images of tasks and agents, and build the
-images of the Helm chart's services (docs/helm.md)."""
+"""`ssebench images`: publish the prebuilt images of tasks and agents, build the
+images of the Helm chart's services, and publish the chart with them (docs/helm.md)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,9 @@ def image_builder(backend_name: str, *, quiet: bool = False) -> ImageBuilder:
 
 
 def register(commands: Any) -> None:
-    parser = commands.add_parser("images", help="publish prebuilt images; build service images")
+    parser = commands.add_parser(
+        "images", help="publish prebuilt images; build service images; publish the chart"
+    )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
 
@@ -108,6 +110,33 @@ def register(commands: Any) -> None:
     services.add_argument("--push", action="store_true", help="push them after the build")
     services.add_argument("--json", action="store_true")
     services.set_defaults(handler=build_services_command)
+
+    chart = actions.add_parser(
+        "publish-chart",
+        help="push the Helm chart (oci://R/charts/ssebench) and its service images to R",
+        description="Package deploy/helm/ssebench with image.registry set to R and push it "
+        "to oci://R/charts/ssebench under this ssebench's version, and push the service "
+        "images R/litellm, R/catalog, R/webui and R/postgres with that tag, made before "
+        "by `ssebench images build-services` (their local names: --images-from). Then "
+        "`helm install NAME oci://R/charts/ssebench --version <version>` installs it.",
+    )
+    chart.add_argument(
+        "--registry",
+        help="host[:port]/path of the release; default $SSEBENCH_RELEASE_REGISTRY",
+    )
+    chart.add_argument(
+        "--images-from",
+        default="ssebench",
+        metavar="REGISTRY",
+        help="the registry part of the local service images (build-services' --registry; "
+        "default ssebench)",
+    )
+    chart.add_argument("--no-images", action="store_true", help="push the chart only")
+    chart.add_argument(
+        "--plain-http", action="store_true", help="the registry speaks HTTP, not HTTPS"
+    )
+    chart.add_argument("--json", action="store_true")
+    chart.set_defaults(handler=publish_chart_command)
 
 
 def publish_command(arguments: argparse.Namespace) -> int:
@@ -184,4 +213,26 @@ def build_services_command(arguments: argparse.Namespace) -> int:
         print_json({"images": built})
     else:
         print("\n".join(built), file=sys.stdout)
+    return 0
+
+
+def publish_chart_command(arguments: argparse.Namespace) -> int:
+    import os
+
+    from ssebench.chart_release import publish_chart, release_registry
+
+    registry = release_registry(arguments.registry, dict(os.environ))
+    release = publish_chart(
+        registry,
+        images_from=None if arguments.no_images else arguments.images_from,
+        plain_http=arguments.plain_http,
+    )
+    if arguments.json:
+        print_json(
+            {"chart": release.chart, "version": release.version, "images": list(release.images)}
+        )
+    else:
+        print(f"{release.chart} {release.version}")
+        for name in release.images:
+            print(name)
     return 0

@@ -84,6 +84,19 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--build", action="store_true", help="rebuild the image layers even when cached"
     )
+    parser.add_argument(
+        "--tool-layer",
+        metavar="NAME",
+        help="NOT AVAILABLE YET, refused: another tool layer from an extension; ssebench "
+        "builds its own only (docs/image-layers.md, 'Other tool layers and plugins')",
+    )
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="NAME",
+        help="NOT AVAILABLE YET, refused: a plugin that adds files to the tool layer; "
+        "plugins.yaml is not read either (docs/image-layers.md)",
+    )
     parser.add_argument("--mode", choices=("sandbox", "sidecar"), default="sandbox")
     parser.add_argument("--run-id", help="the run's ID (default: YYYYMMDD-HHMMSS-<hex>)")
     parser.add_argument(
@@ -123,10 +136,36 @@ def register(commands: Any) -> None:
     parser.set_defaults(handler=run_command)
 
 
+def _refuse_tool_layer_options(arguments: argparse.Namespace, prebuilt: bool) -> None:
+    """--tool-layer and --plugin are named by the contract, and not implemented yet:
+    refused in one line each, never silently ignored."""
+    given = [
+        option
+        for option, value in (
+            ("--tool-layer", arguments.tool_layer),
+            ("--plugin", arguments.plugin),
+        )
+        if value
+    ]
+    if not given:
+        return
+    if prebuilt:
+        raise UserError(
+            f"--prebuilt excludes {' and '.join(given)}: prebuilt images carry the tool "
+            "layer and plugins they were built with"
+        )
+    raise UserError(
+        f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} not available yet: "
+        "ssebench builds its own tool layer only, with no plugins (docs/image-layers.md, "
+        "'Other tool layers and plugins')"
+    )
+
+
 def _settings(arguments: argparse.Namespace, backend_name: str, builds: bool) -> RunSettings:
     prebuilt = arguments.prebuilt or os.environ.get(PREBUILT_VARIABLE, "") in ("1", "true")
     if prebuilt and arguments.build:
         raise UserError("--prebuilt excludes --build: prebuilt images are used as published")
+    _refuse_tool_layer_options(arguments, prebuilt)
     if not prebuilt and not builds:
         raise UserError(
             f"The {backend_name} backend cannot build images; pass --prebuilt to use images "

@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from ssebench.backends.kubernetes import backend, manifests
+from ssebench.backends.kubernetes import backend, image_check, manifests
 from ssebench.backends.kubernetes.backend import KubernetesBackend, wrap_command
 from ssebench.backends.kubernetes.config import KubernetesSettings
+from ssebench.backends.kubernetes.image_check import ImageCheck
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import ImageRequest, RunHandle
 from tests.unit.kubernetes.test_manifests import RUN_ID, make_spec
@@ -32,7 +33,8 @@ def request(**overrides: object) -> ImageRequest:
     return ImageRequest(**fields)  # type: ignore[arg-type]
 
 
-def test_prebuilt_images_only_and_no_sidecar() -> None:
+def test_prebuilt_images_only_and_no_sidecar(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(image_check, "check_image", lambda settings, image: ImageCheck("present"))
     kubernetes = KubernetesBackend()
     assert kubernetes.builds_images is False and kubernetes.supports_exec is True
     assert (

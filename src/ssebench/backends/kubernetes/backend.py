@@ -29,9 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from ssebench import safe_tar
-from ssebench.backends.kubernetes import execstream, manifests, policy_check, portforward
+from ssebench.backends.kubernetes import (
+    execstream,
+    image_check,
+    manifests,
+    policy_check,
+    portforward,
+)
 from ssebench.backends.kubernetes.config import KubernetesSettings, is_label_key, is_label_value
-from ssebench.errors import BackendError, UserError
+from ssebench.errors import BackendError, ImageUnavailableError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
     REFERENCE_PATCH_TARGET,
@@ -84,6 +90,9 @@ _log_threads_lock = threading.Lock()
 # Runs this process deleted because they outlived a stop's grace ("namespace/job"), so
 # a wait that starts after the pod is gone still reports them as killed.
 _killed: set[str] = set()
+# Images a node of this process's checks could get ("namespace/pull policy/image"):
+# the runs of an evaluation check each image once.
+_images_present: set[str] = set()
 
 
 # -- the client ------------------------------------------------------------------------
@@ -180,6 +189,18 @@ def _call(
     except Exception as error:  # urllib3's connection errors have no common base here
         message = _redact(f"{what}: cannot reach the Kubernetes API ({_reason(error)})", hidden)
         raise BackendError(message, backend="kubernetes", run_id=run_id) from None
+
+
+def delete_pod_now(namespace: str, name: str) -> None:
+    """Delete a short pod of ours (no grace); one that is gone already is fine."""
+    _call(
+        f"Cannot delete the pod {name}",
+        _api().core.delete_namespaced_pod,
+        name,
+        namespace,
+        grace_period_seconds=0,
+        missing_ok=True,
+    )
 
 
 # -- reading pods ----------------------------------------------------------------------
@@ -358,13 +379,36 @@ class KubernetesBackend(Backend):
     # -- images ----------------------------------------------------------------------
 
     def prepare_images(self, request: ImageRequest) -> Images:
-        """The published names; the nodes pull them when the pod starts, so a missing
-        image is reported by start, with the pod's reason."""
+        """The published names, once a node has shown it can get the run's image (a
+        short pod of it: image_check). ImageUnavailableError, before anything of the
+        run exists, when it cannot; one line on stderr when the node cannot tell."""
         if request.mode == "sidecar":
             raise UserError(manifests.SIDECAR_REFUSED)
         if not request.prebuilt:
             raise UserError("The kubernetes backend cannot build images; pass --prebuilt")
-        return prebuilt_images(request)
+        published = prebuilt_images(request)
+        key = f"{self.namespace}/{self.settings.image_pull_policy}/{published.run}"
+        if key in _images_present:
+            return published
+        try:
+            found = image_check.check_image(self.settings, published.run)
+        except BackendError as error:
+            image_check.unchecked_note(published.run, str(error))
+            return published
+        if found.verdict == "missing":
+            raise ImageUnavailableError(
+                f"The nodes cannot get the image {published.run} ({found.detail}): publish "
+                f"it with `ssebench images publish --registry {request.registry} --mode "
+                f"sandbox --tasks {request.task_id} --agents {request.agent}` (--load docker "
+                "or --load kind for a local cluster), or set SSEBENCH_REGISTRY to the "
+                "registry that has it",
+                image=published.run,
+            )
+        if found.verdict == "unknown":
+            image_check.unchecked_note(published.run, found.detail)
+        else:
+            _images_present.add(key)
+        return published
 
     def copy_from_image(
         self,
@@ -395,14 +439,7 @@ class KubernetesBackend(Backend):
                 )
                 data = b"".join(self._exec_stream(namespace, name, "copy", ["cat", "--", path]))
             finally:
-                _call(
-                    f"Cannot delete the pod {name}",
-                    api.core.delete_namespaced_pod,
-                    name,
-                    namespace,
-                    grace_period_seconds=0,
-                    missing_ok=True,
-                )
+                delete_pod_now(namespace, name)
         except BackendError as error:
             raise RuntimeError(f"Cannot copy {path} out of {image}: {error}") from None
         dest.write_bytes(data)

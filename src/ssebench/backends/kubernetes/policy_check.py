@@ -58,6 +58,17 @@ PROBE_RESOURCES = {
     "requests": {"cpu": "10m", "memory": "16Mi"},
     "limits": {"cpu": "200m", "memory": "64Mi"},
 }
+# A probe's container: nobody, no capabilities, nothing to write.
+PROBE_SECURITY_CONTEXT = {
+    "runAsUser": 65534,
+    "runAsGroup": 65534,
+    "runAsNonRoot": True,
+    "privileged": False,
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
 LISTENING = "listening"
 TARGET_SCRIPT = f"""
 import socket, sys
@@ -116,7 +127,7 @@ def verdict(outcomes: list[str]) -> PolicyCheck:
     return PolicyCheck(None, f"the probe's attempts disagree: {' '.join(outcomes)}")
 
 
-def _labels(probe: str, role: str) -> tuple[dict[str, str], dict[str, str]]:
+def probe_labels(probe: str, role: str) -> tuple[dict[str, str], dict[str, str]]:
     """(labels, annotations) of a probe's object: which probe, and, as on a run, the
     process that made it and when it ends, so prune can tell a leftover."""
     return manifests.split_labels(
@@ -138,7 +149,9 @@ def probe_pod(
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": manifests.metadata(f"ssebench-probe-{probe}-{role}", *_labels(probe, role)),
+        "metadata": manifests.metadata(
+            f"ssebench-probe-{probe}-{role}", *probe_labels(probe, role)
+        ),
         "spec": {
             **manifests.pod_hardening(settings),
             "terminationGracePeriodSeconds": 1,
@@ -150,16 +163,7 @@ def probe_pod(
                     "imagePullPolicy": settings.image_pull_policy,
                     "command": ["python3", "-c", script, *arguments],
                     "resources": PROBE_RESOURCES,
-                    "securityContext": {
-                        "runAsUser": 65534,
-                        "runAsGroup": 65534,
-                        "runAsNonRoot": True,
-                        "privileged": False,
-                        "allowPrivilegeEscalation": False,
-                        "readOnlyRootFilesystem": True,
-                        "capabilities": {"drop": ["ALL"]},
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": PROBE_SECURITY_CONTEXT,
                 }
             ],
         },
@@ -172,7 +176,7 @@ def deny_all_policy(probe: str, target_name: str, target_uid: str) -> dict[str, 
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
         "metadata": {
-            **manifests.metadata(f"ssebench-probe-{probe}", *_labels(probe, "policy")),
+            **manifests.metadata(f"ssebench-probe-{probe}", *probe_labels(probe, "policy")),
             "ownerReferences": [
                 {"apiVersion": "v1", "kind": "Pod", "name": target_name, "uid": target_uid}
             ],

@@ -1,0 +1,150 @@
+"""Whether the nodes can get a run's prebuilt image, asked before the run creates
+anything (spec, runner-backends.txt: prepare_images "raises UserError when ... an image
+cannot be found").
+
+The node is the only place that knows: the image may be in its own store (a local
+cluster, imagePullPolicy Never), or in a registry that only the nodes reach, with the
+pull Secrets of the runs' namespace. So the check is a short pod of the image, with the
+runs' pull policy and pull Secrets, that exits at once: a container that starts means
+the image is there; ErrImageNeverPull, or a registry that answers "not found", means it
+is not, and prepare_images says so in one line with the fix. Where the node cannot tell
+(the registry wants credentials it lacks, cannot be reached, or the pull outlasts
+CHECK_SECONDS) the check says so in one line and lets the run go on: its own start
+still reports a pod that cannot pull.
+
+The pod is a NetworkPolicy probe's kind of object (ssebench.probe, role "image"), with
+the process that made it and its deadline, so prune removes one a killed process left.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Literal, TextIO
+
+from ssebench.backends.kubernetes import manifests
+from ssebench.backends.kubernetes.config import KubernetesSettings
+from ssebench.backends.kubernetes.policy_check import (
+    POD_SECONDS,
+    PROBE_RESOURCES,
+    PROBE_SECURITY_CONTEXT,
+    probe_labels,
+)
+
+# The whole check, pulling included; then the node cannot tell yet.
+CHECK_SECONDS = 45.0
+POLL_SECONDS = 0.5
+
+Verdict = Literal["present", "missing", "unknown"]
+
+# A registry's words for a name it does not have (containerd, Docker, CRI-O).
+_NOT_FOUND = ("not found", "manifest unknown", "name unknown", "404")
+# ... and for one it will not show without a login; Docker Hub says "denied" also for
+# a repository that does not exist, so these make the answer unknown.
+_NEEDS_LOGIN = ("unauthorized", "authentication required", "denied", "401", "403", "login")
+
+
+@dataclass(frozen=True)
+class ImageCheck:
+    """verdict: present, missing, or unknown when the node could not tell; detail: the
+    node's words (for missing and unknown)."""
+
+    verdict: Verdict
+    detail: str = ""
+
+
+def classify(reason: str | None, message: str | None) -> ImageCheck | None:
+    """The answer from the check container's waiting state, or None while it pulls."""
+    detail = f"{reason}: {message or ''}".strip(": ") if reason else ""
+    if reason == "ErrImageNeverPull":
+        return ImageCheck("missing", "not on the node, and the pull policy is Never")
+    if reason == "InvalidImageName":
+        return ImageCheck("missing", detail)
+    if reason not in ("ErrImagePull", "ImagePullBackOff"):
+        return None
+    words = (message or "").lower()
+    if any(marker in words for marker in _NEEDS_LOGIN):
+        return ImageCheck("unknown", detail)
+    if any(marker in words for marker in _NOT_FOUND):
+        return ImageCheck("missing", detail)
+    return ImageCheck("unknown", detail)
+
+
+def check_pod(image: str, name: str, check: str, settings: KubernetesSettings) -> dict[str, Any]:
+    """A pod of the image that exits at once, unprivileged, with the runs' pull settings."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": manifests.metadata(name, *probe_labels(check, "image")),
+        "spec": {
+            **manifests.pod_hardening(settings),
+            "terminationGracePeriodSeconds": 1,
+            "activeDeadlineSeconds": POD_SECONDS,
+            "containers": [
+                {
+                    "name": "image",
+                    "image": image,
+                    "imagePullPolicy": settings.image_pull_policy,
+                    "command": ["sh", "-c", "exit 0"],
+                    "resources": PROBE_RESOURCES,
+                    "securityContext": PROBE_SECURITY_CONTEXT,
+                }
+            ],
+        },
+    }
+
+
+def _state(pod: Any | None) -> ImageCheck | None:
+    if pod is None or pod.status is None:
+        return None
+    for status in pod.status.container_statuses or []:
+        state = status.state
+        if state is None:
+            continue
+        if state.running is not None or state.terminated is not None:
+            return ImageCheck("present")
+        if state.waiting is not None:
+            return classify(state.waiting.reason, state.waiting.message)
+    return None
+
+
+def check_image(settings: KubernetesSettings, image: str) -> ImageCheck:
+    """Ask a node whether it can get image. BackendError when the API refuses the pod."""
+    from ssebench.backends.kubernetes.backend import _api, _call, delete_pod_now
+
+    api = _api()
+    namespace = settings.namespace
+    check = secrets.token_hex(4)
+    name = f"ssebench-probe-{check}-image"
+    _call(
+        f"Cannot create the pod {name} that checks {image}",
+        api.core.create_namespaced_pod,
+        namespace,
+        check_pod(image, name, check, settings),
+    )
+    try:
+        deadline = time.monotonic() + CHECK_SECONDS
+        while time.monotonic() < deadline:
+            pod = _call(
+                f"Cannot read the pod {name}",
+                api.core.read_namespaced_pod,
+                name,
+                namespace,
+                missing_ok=True,
+            )
+            found = _state(pod)
+            if found is not None:
+                return found
+            time.sleep(POLL_SECONDS)
+        return ImageCheck("unknown", f"the node was still getting it after {CHECK_SECONDS:.0f} s")
+    finally:
+        delete_pod_now(namespace, name)
+
+
+def unchecked_note(image: str, detail: str, out: TextIO | None = None) -> None:
+    """The one line that says the image could not be checked, and that the run goes on."""
+    (out or sys.stderr).write(
+        f"ssebench: cannot check that the nodes have {image} ({detail}); going on\n"
+    )

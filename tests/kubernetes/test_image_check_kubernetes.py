@@ -1,0 +1,62 @@
+"""A prebuilt image that the nodes cannot get stops `ssebench run` in prepare_images,
+before anything of the run exists: one line that names the image and the command that
+publishes it, exit 1, in seconds (not after the 90 s of pull errors that start allows).
+The check is a short pod of the image on the real cluster, which the test finds gone."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli import run_arguments, ssebench
+from tests.conftest import PILOT_DATASET
+from tests.kubernetes.cluster import TASK, Cluster, new_run_id
+
+pytestmark = pytest.mark.kubernetes
+MISSING_REGISTRY = "ssebench-missing.local"
+
+
+def test_a_missing_prebuilt_image_stops_the_run_before_it_creates_anything(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    run_id = new_run_id("noimage")
+    started = time.monotonic()
+    done = ssebench(
+        *run_arguments(PILOT_DATASET, TASK, "reference", run_id, tmp_path / "results"),
+        "--backend", "kubernetes", "--prebuilt",
+        env={"SSEBENCH_REGISTRY": MISSING_REGISTRY},
+        timeout=120,
+    )  # fmt: skip
+    elapsed = time.monotonic() - started
+    image = f"{MISSING_REGISTRY}/agent-reference/{TASK}:"
+    assert done.returncode == 1, done.stdout + done.stderr
+    # "preparing images", then the one line of the error.
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 2 and lines[0].startswith("ssebench: preparing images"), done.stderr
+    error = lines[1]
+    assert error.startswith("ssebench: error: The nodes cannot get the image " + image), error
+    assert f"ssebench images publish --registry {MISSING_REGISTRY}" in error, error
+    assert "Traceback" not in done.stderr
+    assert elapsed < 45, f"took {elapsed:.0f} s"
+    # Nothing of the run, and no check pod, is left (nor was a run directory made).
+    assert cluster.objects_of(f"ssebench.run-id={run_id}") == []
+    assert cluster.objects_of("ssebench.probe") == []
+    assert not (tmp_path / "results").exists() or not any(
+        (tmp_path / "results").rglob("result.json")
+    )
+
+
+def test_a_present_image_passes_the_check(cluster: Cluster, tmp_path: Path) -> None:
+    """The same check lets the published image through: the reference run is graded."""
+    run_id = new_run_id("image")
+    done = ssebench(
+        *run_arguments(PILOT_DATASET, TASK, "reference", run_id, tmp_path / "results"),
+        "--backend", "kubernetes", "--prebuilt",
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "cannot check" not in done.stderr
+    assert done.stdout.strip().splitlines()[-1].startswith("passed"), done.stdout[-2000:]
+    assert cluster.objects_of("ssebench.probe") == []

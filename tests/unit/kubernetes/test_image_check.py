@@ -1,0 +1,103 @@
+"""prepare_images' check that the nodes can get a prebuilt image: the node's answers,
+classified, and what prepare_images makes of each (the cluster's own: tests/kubernetes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ssebench.backends.kubernetes import backend, image_check
+from ssebench.backends.kubernetes.backend import KubernetesBackend
+from ssebench.backends.kubernetes.config import KubernetesSettings
+from ssebench.backends.kubernetes.image_check import ImageCheck, check_pod, classify
+from ssebench.errors import BackendError, ImageUnavailableError
+from tests.unit.kubernetes.test_backend import request
+
+
+@pytest.mark.parametrize(
+    ("reason", "message", "verdict"),
+    [
+        (
+            "ErrImageNeverPull",
+            'Container image "x" is not present with pull policy of Never',
+            "missing",
+        ),
+        ("ErrImagePull", "manifest for r/x:1 not found: manifest unknown", "missing"),
+        ("ImagePullBackOff", 'failed to resolve reference "r/x:1": r/x:1: not found', "missing"),
+        ("InvalidImageName", "couldn't parse image name", "missing"),
+        (
+            "ErrImagePull",
+            "pull access denied, repository does not exist or may require 'docker login'",
+            "unknown",
+        ),
+        ("ErrImagePull", "401 Unauthorized", "unknown"),
+        ("ErrImagePull", "dial tcp 10.0.0.1:443: i/o timeout", "unknown"),
+    ],
+)
+def test_the_nodes_answers(reason: str, message: str, verdict: str) -> None:
+    found = classify(reason, message)
+    assert found is not None and found.verdict == verdict
+
+
+def test_a_container_still_being_made_is_no_answer_yet() -> None:
+    assert classify("ContainerCreating", None) is None
+    assert classify(None, None) is None
+
+
+def test_the_check_pod_has_the_runs_pull_settings_and_no_rights() -> None:
+    settings = KubernetesSettings(image_pull_policy="Always", image_pull_secrets=("pull",))
+    pod = check_pod("r/x:1", "ssebench-probe-ab-image", "ab", settings)
+    container = pod["spec"]["containers"][0]
+    assert container["image"] == "r/x:1" and container["imagePullPolicy"] == "Always"
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "pull"}]
+    assert pod["spec"]["automountServiceAccountToken"] is False
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert pod["metadata"]["labels"]["ssebench.probe"] == "ab"
+
+
+def test_a_missing_image_is_one_line_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(backend, "_images_present", set())
+    monkeypatch.setattr(
+        image_check, "check_image", lambda settings, image: ImageCheck("missing", "not found")
+    )
+    with pytest.raises(ImageUnavailableError) as raised:
+        KubernetesBackend().prepare_images(request())
+    message = str(raised.value)
+    assert (
+        "\n" not in message
+        and raised.value.image == "registry.invalid/ssebench/agent-reference/t:1"
+    )
+    assert "registry.invalid/ssebench/agent-reference/t:1" in message
+    assert "ssebench images publish --registry registry.invalid/ssebench" in message
+
+
+def test_when_the_node_cannot_tell_the_run_goes_on_with_a_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(backend, "_images_present", set())
+    answers = iter([ImageCheck("unknown", "401 Unauthorized"), ImageCheck("unknown", "again")])
+    monkeypatch.setattr(image_check, "check_image", lambda settings, image: next(answers))
+    assert KubernetesBackend().prepare_images(request()).run.endswith("/t:1")
+    line = capsys.readouterr().err
+    assert line.count("\n") == 1 and "cannot check" in line and "401 Unauthorized" in line
+
+    def refused(settings: KubernetesSettings, image: str) -> ImageCheck:
+        raise BackendError("Cannot create the pod: 403 Forbidden", backend="kubernetes")
+
+    monkeypatch.setattr(image_check, "check_image", refused)
+    assert KubernetesBackend().prepare_images(request()).run.endswith("/t:1")
+    assert "403 Forbidden" in capsys.readouterr().err
+
+
+def test_an_image_found_once_is_not_checked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(backend, "_images_present", set())
+    checks: list[str] = []
+
+    def present(settings: KubernetesSettings, image: str) -> ImageCheck:
+        checks.append(image)
+        return ImageCheck("present")
+
+    monkeypatch.setattr(image_check, "check_image", present)
+    kubernetes = KubernetesBackend()
+    kubernetes.prepare_images(request())
+    kubernetes.prepare_images(request())
+    assert len(checks) == 1
