@@ -431,7 +431,8 @@ class WebUI:
             await converse(websocket, helper, still_running)
         finally:
             self.assistants.open.discard(helper)
-            await asyncio.to_thread(helper.close)
+            # Shielded: a cancelled handler (the page went away) still revokes the key.
+            await asyncio.shield(asyncio.to_thread(helper.close))
 
 
 def create_app(settings: WebSettings, backend: Backend | None = None) -> Starlette:

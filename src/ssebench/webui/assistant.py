@@ -153,7 +153,7 @@ def event_of(line: str) -> dict[str, Any] | None:
     return None
 
 
-@dataclass
+@dataclass(eq=False)
 class Assistant:
     """One panel's assistant: its key, its private OpenCode home, its questions."""
 
