@@ -17,6 +17,7 @@ import pytest
 pytest.importorskip("starlette.testclient")
 
 from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
 
 from ssebench import labels
 from ssebench.extensions import Backend, ProxyEndpoint, RunHandle
@@ -175,11 +176,13 @@ def test_no_key_is_made_where_the_assistant_cannot_start(standin: StandIn, tmp_p
         detail = web.get(f"/api/runs/{RUN}", headers=AUTH).json()
         assert detail["assistant"]["available"] is False
         assert "Hosted mode" in detail["assistant"]["reason"]
-        with pytest.raises(Exception):
-            with web.websocket_connect(
+        with (
+            pytest.raises(WebSocketDisconnect),
+            web.websocket_connect(
                 f"/api/runs/{RUN}/assistant", headers=AUTH, subprotocols=[TOKEN_PROTOCOL]
-            ):
-                pass
+            ),
+        ):
+            pass
     # An agent other than opencode: its image has no OpenCode.
     other = StandInBackend([live_run(RUN)], "http://127.0.0.1:9")
     with client_for(other, tmp_path) as web:
