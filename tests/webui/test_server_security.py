@@ -29,6 +29,7 @@ ROUTES = [
     ("DELETE", "/api/runs/some-run"),
     ("GET", "/api/runs/some-run/dialog?since=0"),
     ("GET", "/api/runs/some-run/diff"),
+    ("GET", "/api/runs/some-run/session"),
     ("GET", "/api/runs/some-run/logs?file=agent.log"),
     ("GET", "/api/runs/some-run/logs?since=0"),
     ("POST", "/api/runs/some-run/stop"),

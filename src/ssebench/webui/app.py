@@ -8,6 +8,7 @@ POST   /api/runs                        launch {task, agent, model?, run_id?}
 GET    /api/runs/{id}                   one run: grade, settings, timings
 GET    /api/runs/{id}/dialog?since=N    its dialog events after N
 GET    /api/runs/{id}/diff              its patch, as now (running) or as graded
+GET    /api/runs/{id}/session           an opencode run's live session (port 4096)
 GET    /api/runs/{id}/logs?file=NAME    a log file of its run directory
 GET    /api/runs/{id}/logs?since=N      its container's output from line N on
 POST   /api/runs/{id}/stop              stop it (it is graded and recorded)
@@ -45,6 +46,7 @@ from ssebench.results import check_run_id
 from ssebench.webui.assistant import Assistant, Panels, converse, unavailable_reason
 from ssebench.webui.catalog import SORT_KEYS, RunCatalog, RunRecord, results_root, row, select
 from ssebench.webui.launcher import Launcher
+from ssebench.webui.opencode_session import live_session
 from ssebench.webui.security import APP_PROTOCOL, Guard, offered_protocols
 from ssebench.webui.settings import WebSettings
 from ssebench.webui.terminal import SHELL_COMMAND, PseudoTerminal, bridge, clamp_size
@@ -176,6 +178,7 @@ class WebUI:
             Route("/api/runs/{run_id}", _api(self.remove), methods=["DELETE"]),
             Route("/api/runs/{run_id}/dialog", _api(self.dialog)),
             Route("/api/runs/{run_id}/diff", _api(self.diff)),
+            Route("/api/runs/{run_id}/session", _api(self.session)),
             Route("/api/runs/{run_id}/logs", _api(self.logs)),
             Route("/api/runs/{run_id}/stop", _api(self.stop), methods=["POST"]),
             WebSocketRoute("/api/runs/{run_id}/terminal", self.terminal),
@@ -258,6 +261,10 @@ class WebUI:
     async def diff(self, request: Request) -> Response:
         record = await self._record(request)
         return _json(await self.watcher.diff(record))
+
+    async def session(self, request: Request) -> Response:
+        record = await self._record(request)
+        return _json(await live_session(self.backend, record))
 
     async def logs(self, request: Request) -> Response:
         record = await self._record(request)
