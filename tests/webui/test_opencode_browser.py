@@ -8,7 +8,6 @@ tests/unit/test_webui_assistant.py."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,12 +73,15 @@ def kept_opencode_run(
     arguments = run_arguments(
         PILOT_DATASET, TASK, "opencode", run_id, server.results, "--keep-container", "--keep-alive"
     )
+    output = server.results.parent / f"{run_id}.log"
     process = start_ssebench(
-        *arguments, "--model", MODEL, env=model_stack.env, output=subprocess.DEVNULL
+        *arguments, "--model", MODEL, env=model_stack.env, output=output.open("w")
     )
     auth = {"Authorization": f"Bearer {TOKEN}"}
 
     def graded_and_alive() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"the run ended: {output.read_text()[-3000:]}")
         status, detail = server.get(f"/api/runs/{run_id}", auth)
         return (
             status == 200
@@ -148,13 +150,16 @@ def test_an_opencode_run_shows_its_live_session_then_its_dialog(
     )
     run_id = new_run_id("webui-session")
     arguments = run_arguments(PILOT_DATASET, TASK, "opencode", run_id, server.results)
+    output = server.results.parent / f"{run_id}.log"
     process = start_ssebench(
-        *arguments, "--model", LIVE_MODEL, env=model_stack.env, output=subprocess.DEVNULL
+        *arguments, "--model", LIVE_MODEL, env=model_stack.env, output=output.open("w")
     )
     auth = {"Authorization": f"Bearer {TOKEN}"}
     try:
 
         def session_is_live() -> bool:
+            if process.poll() is not None:
+                raise AssertionError(f"the run ended: {output.read_text()[-3000:]}")
             status, session = server.get(f"/api/runs/{run_id}/session", auth)
             return status == 200 and bool(session.get("live")) and bool(session["messages"])
 
@@ -168,7 +173,7 @@ def test_an_opencode_run_shows_its_live_session_then_its_dialog(
         page.locator("[data-session] [data-tool=bash]").first.wait_for()
         page.screenshot(path=str(artifacts / "opencode-session-live.png"), full_page=True)
         # Once the run is over, the tab shows the run's dialog instead.
-        assert process.wait(timeout=900) == 0
+        assert process.wait(timeout=900) == 0, output.read_text()[-3000:]
         page.locator("[data-session-fallback] .event.graded").wait_for(timeout=120_000)
         assert "dialog" in page.locator("[data-session-note]").inner_text()
         fallback = page.locator("[data-session-fallback]").inner_text()
