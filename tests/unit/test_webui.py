@@ -52,6 +52,7 @@ ROUTES: list[tuple[str, str]] = [
     ("DELETE", "/api/runs/live-1"),
     ("GET", "/api/runs/finished-pass/dialog"),
     ("GET", "/api/runs/finished-pass/diff"),
+    ("GET", "/api/runs/finished-pass/session"),
     ("GET", "/api/runs/finished-pass/logs?file=agent.log"),
     ("POST", "/api/runs/live-1/stop"),
     ("GET", "/api/evaluations"),

@@ -29,6 +29,7 @@ ROUTES = [
     ("DELETE", "/api/runs/some-run"),
     ("GET", "/api/runs/some-run/dialog?since=0"),
     ("GET", "/api/runs/some-run/diff"),
+    ("GET", "/api/runs/some-run/session"),
     ("GET", "/api/runs/some-run/logs?file=agent.log"),
     ("GET", "/api/runs/some-run/logs?since=0"),
     ("POST", "/api/runs/some-run/stop"),
@@ -38,6 +39,8 @@ ROUTES = [
 ]
 MUTATING = [(method, path) for method, path in ROUTES if method != "GET"]
 TERMINAL = "/api/runs/some-run/terminal"
+ASSISTANT = "/api/runs/some-run/assistant"
+SOCKETS = [TERMINAL, ASSISTANT]
 GOOD = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -70,14 +73,14 @@ def send(server: Server, method: str, path: str, headers: dict[str, str]) -> int
     return status
 
 
-def handshake(server: Server, headers: dict[str, str]) -> int:
-    """The status of a WebSocket upgrade request to the terminal."""
+def handshake(server: Server, headers: dict[str, str], path: str = TERMINAL) -> int:
+    """The status of a WebSocket upgrade request to the terminal (or to path)."""
     address = urlsplit(server.url)
     connection = http.client.HTTPConnection(address.hostname or "", address.port, timeout=30)
     try:
         connection.request(
             "GET",
-            TERMINAL,
+            path,
             headers={
                 "Upgrade": "websocket",
                 "Connection": "Upgrade",
@@ -121,18 +124,28 @@ def test_the_right_token_passes(full: Server) -> None:
     assert status == 200 and health["hosted"] is False and health["terminal"] is True
 
 
-def test_the_terminal_handshake_needs_token_and_origin(full: Server) -> None:
-    assert handshake(full, {}) in (401, 403)
-    assert handshake(full, {"Sec-WebSocket-Protocol": token_protocol("z" * 20)}) in (401, 403)
+def handshake_to(server: Server, path: str) -> int:
+    """The status of an upgrade to path with the right token."""
+    return handshake(server, {"Sec-WebSocket-Protocol": token_protocol(TOKEN)}, path)
+
+
+@pytest.mark.parametrize("path", SOCKETS)
+def test_a_websocket_handshake_needs_token_and_origin(full: Server, path: str) -> None:
+    assert handshake(full, {}, path) in (401, 403)
+    bad_token = {"Sec-WebSocket-Protocol": token_protocol("z" * 20)}
+    assert handshake(full, bad_token, path) in (401, 403)
     assert (
         handshake(
             full,
             {"Sec-WebSocket-Protocol": token_protocol(TOKEN), "Origin": "http://attacker.example"},
+            path,
         )
         == 403
     )
     # A bearer header is not how a WebSocket brings the token; the subprotocol is.
-    assert handshake(full, GOOD) in (401, 403)
+    assert handshake(full, GOOD, path) in (401, 403)
+    # The right token, but no such run: refused before any key is made.
+    assert handshake_to(full, path) == 403
 
 
 def test_the_page_shell_is_served_without_data(full: Server) -> None:
@@ -150,6 +163,7 @@ def test_hosted_mode_refuses_the_launcher_and_terminal(hosted: Server, tmp_path:
     assert status == 200 and health["hosted"] is True and health["terminal"] is False
     assert hosted.get("/api/launch", GOOD)[0] == 403
     assert handshake(hosted, {"Sec-WebSocket-Protocol": token_protocol(TOKEN)}) == 403
+    assert handshake_to(hosted, ASSISTANT) == 403
     assert hosted.get("/api/runs", GOOD)[0] == 200
     # The evaluation view only reads: hosted mode shows it.
     assert hosted.get("/api/evaluations", GOOD)[0] == 200

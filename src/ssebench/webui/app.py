@@ -8,6 +8,7 @@ POST   /api/runs                        launch {task, agent, model?, run_id?}
 GET    /api/runs/{id}                   one run: grade, settings, timings
 GET    /api/runs/{id}/dialog?since=N    its dialog events after N
 GET    /api/runs/{id}/diff              its patch, as now (running) or as graded
+GET    /api/runs/{id}/session           an opencode run's live session (port 4096)
 GET    /api/runs/{id}/logs?file=NAME    a log file of its run directory
 GET    /api/runs/{id}/logs?since=N      its container's output from line N on
 POST   /api/runs/{id}/stop              stop it (it is graded and recorded)
@@ -20,6 +21,7 @@ GET    /api/evaluations/{name}          one report: tasks x (agent, model), stat
 GET    /api/evaluations/{name}/compare?with=OTHER[&first_entry=I&second_entry=J]
                                         two reports side by side: the tasks that flipped
 WS     /api/runs/{id}/terminal          a shell in its container
+WS     /api/runs/{id}/assistant         OpenCode answering questions about it (assistant.py)
 """
 
 from __future__ import annotations
@@ -45,10 +47,12 @@ from ssebench.backends import load_backend
 from ssebench.errors import SsebenchError, UserError
 from ssebench.extensions import Backend
 from ssebench.results import check_run_id
+from ssebench.webui.assistant import Assistant, Panels, converse, unavailable_reason
 from ssebench.webui.catalog import SORT_KEYS, RunCatalog, RunRecord, results_root, row, select
 from ssebench.webui.evaluations import Evaluations, ReportNotFound
 from ssebench.webui.launcher import Launcher
 from ssebench.webui.models import offered_models
+from ssebench.webui.opencode_session import live_session
 from ssebench.webui.security import APP_PROTOCOL, Guard, offered_protocols
 from ssebench.webui.settings import WebSettings
 from ssebench.webui.terminal import SHELL_COMMAND, PseudoTerminal, bridge, clamp_size
@@ -142,6 +146,7 @@ class WebUI:
         self.watcher = Watcher(backend)
         self.evaluations = Evaluations(self.results)
         self._background: set[asyncio.Task[None]] = set()
+        self.assistants = Panels()
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -156,7 +161,11 @@ class WebUI:
         # A listing that fails is said by the page (LiveRuns.error), not at the start.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.shield(warm_up), WARM_UP_SECONDS)
-        yield
+        try:
+            yield
+        finally:
+            # No assistant's key outlives the server.
+            await asyncio.to_thread(self.assistants.close_all)
 
     async def _list_live_runs(self) -> None:
         await self.catalog.live.runs()
@@ -179,9 +188,11 @@ class WebUI:
             Route("/api/runs/{run_id}", _api(self.remove), methods=["DELETE"]),
             Route("/api/runs/{run_id}/dialog", _api(self.dialog)),
             Route("/api/runs/{run_id}/diff", _api(self.diff)),
+            Route("/api/runs/{run_id}/session", _api(self.session)),
             Route("/api/runs/{run_id}/logs", _api(self.logs)),
             Route("/api/runs/{run_id}/stop", _api(self.stop), methods=["POST"]),
             WebSocketRoute("/api/runs/{run_id}/terminal", self.terminal),
+            WebSocketRoute("/api/runs/{run_id}/assistant", self.assistant),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ]
 
@@ -249,6 +260,8 @@ class WebUI:
         )
         detail["can_remove"] = not self.settings.hosted and record.live is not None
         detail["terminal"] = self.terminal_available and record.running
+        reason = self._assistant_refusal(record)
+        detail["assistant"] = {"available": reason is None, "reason": reason}
         return _json(detail)
 
     async def dialog(self, request: Request) -> Response:
@@ -258,6 +271,10 @@ class WebUI:
     async def diff(self, request: Request) -> Response:
         record = await self._record(request)
         return _json(await self.watcher.diff(record))
+
+    async def session(self, request: Request) -> Response:
+        record = await self._record(request)
+        return _json(await live_session(self.backend, record))
 
     async def logs(self, request: Request) -> Response:
         record = await self._record(request)
@@ -421,6 +438,59 @@ class WebUI:
         protocol = APP_PROTOCOL if APP_PROTOCOL in offered_protocols(websocket.headers) else None
         await websocket.accept(subprotocol=protocol)
         await bridge(websocket, pseudo_terminal)
+
+    # -- the assistant -----------------------------------------------------------------
+
+    def _assistant_refusal(self, record: RunRecord) -> str | None:
+        return unavailable_reason(
+            hosted=self.settings.hosted,
+            backend=self.backend,
+            run_id=record.run_id,
+            agent=str(row(record).get("agent") or ""),
+            running=record.running,
+        )
+
+    async def assistant(self, websocket: WebSocket) -> None:
+        run_id = websocket.path_params["run_id"]
+        try:
+            check_run_id(run_id)
+        except UserError:
+            await websocket.close(code=1008)
+            return
+        record = await self.catalog.find(run_id)
+        # Refusing before accept answers the handshake with HTTP 403; the page shows
+        # the reason from the run's detail instead of opening the panel.
+        if record is None or record.live is None or self._assistant_refusal(record) is not None:
+            await websocket.close(code=1008)
+            return
+        model = str(row(record).get("model") or "")
+        if not model:
+            await websocket.close(code=1008)
+            return
+        protocol = APP_PROTOCOL if APP_PROTOCOL in offered_protocols(websocket.headers) else None
+        await websocket.accept(subprotocol=protocol)
+        handle = record.live.handle
+        workdir = self.launcher.source_dir(str(row(record)["task"]))
+        try:
+            helper = await asyncio.to_thread(Assistant.open, self.backend, handle, model, workdir)
+        except SsebenchError as error:
+            with contextlib.suppress(Exception):
+                await websocket.send_text(json.dumps({"type": "error", "message": str(error)}))
+                await websocket.close()
+            return
+        self.assistants.open.add(helper)
+
+        async def still_running() -> bool:
+            self.catalog.forget()
+            found = await self.catalog.find(run_id)
+            return found is not None and found.running
+
+        try:
+            await converse(websocket, helper, still_running)
+        finally:
+            self.assistants.open.discard(helper)
+            # Shielded: a cancelled handler (the page went away) still revokes the key.
+            await asyncio.shield(asyncio.to_thread(helper.close))
 
 
 def create_app(settings: WebSettings, backend: Backend | None = None) -> Starlette:

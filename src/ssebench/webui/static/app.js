@@ -264,7 +264,8 @@ function runPage(runId) {
   view.replaceChildren(el("p", {}, el("a", { href: "#/", text: "← All runs" })), header, tabs, body);
 
   const tabNames = () => [["dialog", "Dialog"], ["diff", "Diff"], ["logs", "Logs"], ["settings", "Timings & settings"],
-    ...(detail && detail.terminal ? [["terminal", "Terminal"]] : [])];
+    ...(detail && detail.terminal ? [["terminal", "Terminal"]] : []), ["assistant", "Assistant"],
+    ...(detail && detail.agent === "opencode" ? [["session", "OpenCode session"]] : [])];
 
   function drawTabs() {
     tabs.replaceChildren(...tabNames().map(([key, label]) => el("button", {
@@ -277,7 +278,7 @@ function runPage(runId) {
   function showTab() {
     stopTab();
     body.replaceChildren();
-    const show = { dialog: dialogTab, diff: diffTab, logs: logsTab, settings: settingsTab, terminal: terminalTab }[tab];
+    const show = { dialog: dialogTab, diff: diffTab, logs: logsTab, settings: settingsTab, terminal: terminalTab, assistant: assistantTab, session: sessionTab }[tab];
     stopTab = show(body, base, detail, runId) || (() => {});
   }
 
