@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
+from ssebench.backends.docker import engine
 from ssebench.backends.docker.names import (
     ENVIRONMENT_DETAIL,
     IMAGE_DETAIL,
@@ -38,6 +41,39 @@ _STATES: dict[str, RunState] = {
 
 
 def list_runs(labels: Mapping[str, str]) -> list[RunInfo]:
+    """The containers carrying labels: one Engine API request where the API is at hand
+    (engine.py), else `docker ps` and one `docker container inspect` of them all."""
+    try:
+        listed = engine.get_json(engine.containers_path(dict(labels)))
+    except engine.EngineUnavailable:
+        return _list_runs_by_cli(labels)
+    if not isinstance(listed, list):
+        return _list_runs_by_cli(labels)
+    return [run_info(_as_inspected(entry)) for entry in listed if isinstance(entry, dict)]
+
+
+def _as_inspected(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry of GET /containers/json in the shape of `docker container inspect`'s,
+    which run_info reads: the exit status is only in its Status text ("Exited (3) ...")."""
+    names = entry.get("Names") or [""]
+    exited = _EXIT_STATUS.match(str(entry.get("Status", "")))
+    created = entry.get("Created")
+    return {
+        "Name": str(names[0]),
+        "Config": {"Labels": entry.get("Labels") or {}, "Image": entry.get("Image", "")},
+        "State": {
+            "Status": entry.get("State", ""),
+            "ExitCode": int(exited.group(1)) if exited else None,
+        },
+        "Created": (
+            datetime.fromtimestamp(created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if isinstance(created, int)
+            else None
+        ),
+    }
+
+
+def _list_runs_by_cli(labels: Mapping[str, str]) -> list[RunInfo]:
     argv = ["ps", "--all", "--no-trunc", "--format", "{{.ID}}"]
     for key, value in labels.items():
         argv += ["--filter", f"label={key}={value}"]
@@ -55,6 +91,9 @@ def list_runs(labels: Mapping[str, str]) -> list[RunInfo]:
         raise BackendError(f"Cannot inspect containers: {failure_reason(inspected)}") from None
     # A container removed between the two calls is simply not listed.
     return [run_info(container) for container in containers]
+
+
+_EXIT_STATUS = re.compile(r"^Exited \((-?\d+)\)")
 
 
 def run_info(container: Mapping[str, Any]) -> RunInfo:
