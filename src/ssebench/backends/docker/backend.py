@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ssebench import image_layers, images
+from ssebench import images
 from ssebench.backends.docker import archive, cleanup, listing
 from ssebench.backends.docker import network as docker_network
 from ssebench.backends.docker.archive import create_archive_volume, remove_archive
@@ -101,6 +101,8 @@ class DockerBackend(Backend):
         if request.prebuilt:
             return images.prepare_images(request, output)
         # The public layer API, as every backend that builds images uses it.
+        from ssebench import image_layers  # here: only a build needs it, not `runs list`
+
         return image_layers.build_images(
             request, build=images.docker_builder(output), image_labels=images.docker_image_labels
         )
