@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from ssebench.backends.docker import DockerBackend, engine
+from ssebench.backends.docker.commands import container_exists
 from tests.unit.test_images import FakeDocker, fake_docker_on_path
 
 LISTED = [
@@ -194,3 +195,34 @@ def test_another_daemon_is_left_to_the_cli(
     fake_docker.on("ps", stdout="")
     assert DockerBackend().list_runs({}) == []
     assert fake_docker.calls()[0][0] == "ps"
+
+
+@pytest.mark.parametrize(("status", "exists"), [("200 OK", True), ("404 Not Found", False)])
+def test_container_exists_asks_the_api(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_docker: FakeDocker,
+    status: str,
+    exists: bool,
+) -> None:
+    fake = daemon(tmp_path, monkeypatch, http_answer(b"{}", status))
+    try:
+        assert container_exists("ssebench-a b") is exists
+    finally:
+        fake.close()
+        fake.path.unlink(missing_ok=True)
+    assert fake.requests == ["GET /containers/ssebench-a%20b/json HTTP/1.0"]
+    assert fake_docker.calls() == []
+
+
+def test_container_exists_asks_the_cli_when_the_api_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_docker: FakeDocker
+) -> None:
+    fake = daemon(tmp_path, monkeypatch, http_answer(b"{}", "500 Server Error"))
+    fake_docker.on("container", "inspect", stdout="id\n")
+    try:
+        assert container_exists("ssebench-x") is True
+    finally:
+        fake.close()
+        fake.path.unlink(missing_ok=True)
+    assert fake_docker.calls()[0][:2] == ["container", "inspect"]

@@ -2,11 +2,13 @@
 
 Every call goes through the docker CLI (never a shell, never the Python SDK), so the
 user's docker contexts, DOCKER_HOST and credentials apply as they do on the command
-line. The run's container runs in the foreground of a `docker run` process, whose
-output reaches this process's stdout and stderr as it is written. The run's
-environment reaches docker through an env file that is a pipe the docker command
-inherits (/dev/fd/N): no value of it is ever on a command line or on disk, so no kill
-at any moment can leave it behind.
+line; two reads, listing runs and asking whether a container exists, go instead to
+the Engine API on the daemon's Unix socket (engine.py) when it is the daemon the CLI
+would use, since the CLI costs a process per call there. The run's container runs in
+the foreground of a `docker run` process, whose output reaches this process's stdout
+and stderr as it is written. The run's environment reaches docker through an env file
+that is a pipe the docker command inherits (/dev/fd/N): no value of it is ever on a
+command line or on disk, so no kill at any moment can leave it behind.
 
 The backend holds no state between calls: a RunHandle names the container, and runs
 are found again by their labels. The one exception is an optimisation inside a single
@@ -42,7 +44,8 @@ The modules: backend (the Backend class: images, start, wait, stop, reaching a r
 names (container, volume and handle detail names), containers (the `docker run`
 commands, limits, the environment pipe), children (the docker processes this process
 started), commands (small docker calls shared by the others), archive, logs, listing
-(finding runs again), cleanup (removing a run, prune), network and firewall.
+(finding runs again), cleanup (removing a run, prune), network and firewall, engine
+(the Engine API client).
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import subprocess
 import time
+from urllib.parse import quote
 
+from ssebench.backends.docker import engine
 from ssebench.images import failure_reason, run_docker
 
 # Creating a container is quick; this bounds a daemon that hangs.
@@ -42,4 +44,13 @@ def remove_volumes(selector: str) -> str | None:
 
 
 def container_exists(name: str) -> bool:
+    """Whether the container name exists: one Engine API request where the API is at
+    hand (a start polls this until docker run has made its container), else `docker
+    container inspect`."""
+    try:
+        status, _ = engine.request("GET", f"/containers/{quote(name, safe='')}/json")
+    except engine.EngineUnavailable:
+        status = 0
+    if status in (200, 404):
+        return status == 200
     return run_docker(["container", "inspect", "--format", "{{.Id}}", name]).returncode == 0
