@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from ssebench.backends.docker import DockerBackend, engine
-from ssebench.backends.docker.commands import container_exists
+from ssebench.backends.docker.commands import container_exists, container_ids, volume_names
 from tests.unit.test_images import FakeDocker, fake_docker_on_path
 
 LISTED = [
@@ -226,3 +226,39 @@ def test_container_exists_asks_the_cli_when_the_api_fails(
         fake.close()
         fake.path.unlink(missing_ok=True)
     assert fake_docker.calls()[0][:2] == ["container", "inspect"]
+
+
+def test_volume_names_and_container_ids_ask_the_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_docker: FakeDocker
+) -> None:
+    volumes = {"Volumes": [{"Name": "ssebench-r-archive"}, {"Name": "other"}], "Warnings": []}
+    fake = daemon(tmp_path, monkeypatch, http_answer(json.dumps(volumes).encode()))
+    try:
+        assert volume_names("label=ssebench.archive-of=r") == ["ssebench-r-archive", "other"]
+    finally:
+        fake.close()
+        fake.path.unlink(missing_ok=True)
+    target = urlsplit(fake.requests[0].split(" ")[1])
+    assert target.path == "/volumes"
+    assert json.loads(parse_qs(target.query)["filters"][0]) == {"label": ["ssebench.archive-of=r"]}
+    fake = daemon(tmp_path, monkeypatch, http_answer(json.dumps(LISTED).encode()))
+    try:
+        assert container_ids("label=ssebench.run=p") == ["a" * 64, "b" * 64]
+    finally:
+        fake.close()
+        fake.path.unlink(missing_ok=True)
+    target = urlsplit(fake.requests[0].split(" ")[1])
+    assert target.path == "/containers/json"
+    assert parse_qs(target.query)["all"] == ["1"]
+    assert fake_docker.calls() == []
+
+
+def test_volume_names_and_container_ids_fall_back_to_the_cli(fake_docker: FakeDocker) -> None:
+    fake_docker.on("volume", "ls", stdout="v1\nv2\n")
+    fake_docker.on("ps", stdout="c1\n")
+    assert volume_names("name=v") == ["v1", "v2"]
+    assert container_ids("label=k=v") == ["c1"]
+    assert fake_docker.calls() == [
+        ["volume", "ls", "--quiet", "--filter", "name=v"],
+        ["ps", "--all", "--quiet", "--filter", "label=k=v", "--no-trunc"],
+    ]

@@ -2,9 +2,10 @@
 
 Every call goes through the docker CLI (never a shell, never the Python SDK), so the
 user's docker contexts, DOCKER_HOST and credentials apply as they do on the command
-line; two reads, listing runs and asking whether a container exists, go instead to
-the Engine API on the daemon's Unix socket (engine.py) when it is the daemon the CLI
-would use, since the CLI costs a process per call there. The run's container runs in
+line; a few reads (listing runs, whether a container exists, the volumes and the
+containers that carry a label) go instead to the Engine API on the daemon's Unix
+socket (engine.py) when it is the daemon the CLI would use, since the CLI costs a
+process per call there. The run's container runs in
 the foreground of a `docker run` process, whose output reaches this process's stdout
 and stderr as it is written. The run's environment reaches docker through an env file
 that is a pipe the docker command inherits (/dev/fd/N): no value of it is ever on a

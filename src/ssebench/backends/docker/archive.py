@@ -15,7 +15,12 @@ from typing import IO
 
 from ssebench import images, safe_tar
 from ssebench.backends.docker.children import end_process
-from ssebench.backends.docker.commands import remove_container, remove_volumes
+from ssebench.backends.docker.commands import (
+    container_ids,
+    remove_container,
+    remove_volumes,
+    volume_names,
+)
 from ssebench.backends.docker.containers import listed_labels
 from ssebench.backends.docker.names import (
     ARCHIVE_DETAIL,
@@ -43,8 +48,7 @@ COPY_CHUNK = 1024 * 1024
 
 def create_archive_volume(spec: RunSpec) -> str:
     volume = archive_volume_name(spec.run_id)
-    listed = run_docker(["volume", "ls", "--quiet", "--filter", f"name={volume}"])
-    if volume in listed.stdout.split():
+    if volume in volume_names(f"name={volume}"):
         # `docker volume create` would reuse it, and its files would become this run's.
         raise BackendError(
             f"The volume {volume} exists already (an earlier run with this ID?); "
@@ -170,7 +174,7 @@ def copy_archive(
 def remove_archive(run_id: str) -> None:
     """The run's archive volume and its copying helper. Raises BackendError."""
     selector = f"label={ARCHIVE_OF}={run_id}"
-    helpers = run_docker(["ps", "--all", "--quiet", "--filter", selector]).stdout.split()
+    helpers = container_ids(selector)
     for helper in helpers:
         remove_container(helper)
     failure = remove_volumes(selector)

@@ -13,6 +13,7 @@ from ssebench.backends.docker.children import end_follower, end_process, forget,
 from ssebench.backends.docker.commands import (
     CREATE_TIMEOUT_SECONDS,
     container_exists,
+    container_ids,
     is_gone,
     remove_container,
     remove_volumes,
@@ -81,13 +82,11 @@ def remove_run(handle: RunHandle) -> None:
 def remove_pair(pair_id: str) -> None:
     """Remove a sidecar run's containers, the agent's first (it uses the
     environment's network namespace), then its volumes. Raises BackendError."""
-    listed = run_docker(
-        ["ps", "--all", "--quiet", "--no-trunc", "--filter", f"label={PAIR_LABEL}={pair_id}"]
-    )
+    listed = container_ids(f"label={PAIR_LABEL}={pair_id}")
     failures = []
     names = [agent_container_name(pair_id), container_name(pair_id)]
     # By name first, in that order; then anything else that carries the label.
-    for container in [*names, *listed.stdout.split()]:
+    for container in [*names, *listed]:
         completed = remove_container(container)
         if completed.returncode != 0 and not is_gone(completed):
             failures.append(failure_reason(completed))

@@ -3,6 +3,7 @@ whether a container exists."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from urllib.parse import quote
@@ -27,12 +28,47 @@ def remove_container(name: str) -> subprocess.CompletedProcess[str]:
     return run_docker(["rm", "--force", "--volumes", name])
 
 
+def _filters(selector: str) -> str:
+    """A docker filter (key=value) as the Engine API's filters parameter."""
+    key, _, value = selector.partition("=")
+    return quote(json.dumps({key: [value]}), safe="")
+
+
+def volume_names(selector: str) -> list[str]:
+    """`docker volume ls --quiet --filter selector`: one Engine API request where the
+    API is at hand (engine.py), else the CLI."""
+    try:
+        answer = engine.get_json(f"/volumes?filters={_filters(selector)}")
+    except engine.EngineUnavailable:
+        answer = None
+    if isinstance(answer, dict) and isinstance(answer.get("Volumes") or [], list):
+        return [
+            str(volume["Name"])
+            for volume in answer.get("Volumes") or []
+            if isinstance(volume, dict) and volume.get("Name")
+        ]
+    return run_docker(["volume", "ls", "--quiet", "--filter", selector]).stdout.split()
+
+
+def container_ids(selector: str) -> list[str]:
+    """`docker ps --all --quiet --no-trunc --filter selector`: one Engine API request
+    where the API is at hand, else the CLI."""
+    try:
+        answer = engine.get_json(f"/containers/json?all=1&filters={_filters(selector)}")
+    except engine.EngineUnavailable:
+        answer = None
+    if isinstance(answer, list):
+        return [str(item["Id"]) for item in answer if isinstance(item, dict) and item.get("Id")]
+    argv = ["ps", "--all", "--quiet", "--filter", selector, "--no-trunc"]
+    return run_docker(argv).stdout.split()
+
+
 def remove_volumes(selector: str) -> str | None:
     """Remove the volumes that selector (a docker filter) lists; the reason when some
     stay. docker removes a --rm container's volumes' users a moment after it exits."""
     deadline = time.monotonic() + VOLUME_REMOVE_SECONDS
     while True:
-        volumes = run_docker(["volume", "ls", "--quiet", "--filter", selector]).stdout.split()
+        volumes = volume_names(selector)
         if not volumes:
             return None
         completed = run_docker(["volume", "rm", "--force", *volumes])
