@@ -19,9 +19,11 @@ import bench_k8s_readout
 import bench_prepare_cached
 import bench_run_overhead
 import bench_runs_list
+import bench_startup
 from common import Figure, NotMeasured, Result, machine
 
 BENCHMARKS = (
+    bench_startup,
     bench_run_overhead,
     bench_runs_list,
     bench_eval_jobs,

@@ -270,6 +270,34 @@ def recorded_grades(
     return all_recorded_grades(results_root).get((agent, model or NO_MODEL), {})
 
 
+def remembered_seconds(results_root: Path) -> dict[str, float]:
+    """The longest time each task's container took in the earlier runs under
+    results_root (any agent, any outcome): what longest-first scheduling goes by."""
+    found: dict[str, float] = {}
+    for _run_dir, summary in iter_summaries(results_root):
+        durations = summary.get("durations")
+        seconds = durations.get("container") if isinstance(durations, dict) else None
+        task = summary.get("task")
+        if isinstance(seconds, int | float) and not isinstance(seconds, bool) and task:
+            found[str(task)] = max(found.get(str(task), 0.0), float(seconds))
+    return found
+
+
+def longest_first(runs: Sequence[TaskRun], seconds: Mapping[str, float]) -> list[TaskRun]:
+    """runs in the order to start them: attempt by attempt (every attempt n before any
+    n + 1), and within an attempt the tasks never run before first (their time is
+    unknown, so they may be long), then the others by their remembered time, longest
+    first. Ties keep the given order."""
+    return sorted(
+        runs,
+        key=lambda run: (
+            run.attempt,
+            run.task.id in seconds,
+            -seconds.get(run.task.id, 0.0),
+        ),
+    )
+
+
 class _Gates:
     """The step limits shared by every run of one evaluation."""
 
@@ -524,7 +552,9 @@ class Evaluation:
                 grades = kept.get(run.task.id, [])
                 if run.attempt <= len(grades):
                     self._mark_recorded(run, *grades[run.attempt - 1])
-        for run in self.runs:
+        # Longest first (by earlier runs' times), so the longest task does not start last
+        # and become the critical path alone.
+        for run in longest_first(self.runs, remembered_seconds(results_root)):
             if not run.skipped:
                 self._to_prepare.put(run)
 

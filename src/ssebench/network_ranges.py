@@ -3,7 +3,7 @@
 An open run reaches the internet, but not the inside: cloud metadata services
 (link-local), private networks, carrier-grade NAT space and the IPv6 equivalents.
 The Kubernetes backend lists the IPv4 ranges as its NetworkPolicy's exceptions; the
-Docker backend drops them in the firewall (see backends/docker_firewall.py).
+Docker backend drops them in the firewall (see backends/docker/firewall.py).
 """
 
 from __future__ import annotations

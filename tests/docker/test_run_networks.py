@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.backends import docker_firewall, docker_network
+from ssebench.backends.docker import firewall as docker_firewall
+from ssebench.backends.docker import network as docker_network
 from ssebench.proxy.stack import SERVICE_URL
 from tests.cli import sleeper_started, ssebench
 from tests.docker.conftest import SESSION_PREFIX, docker_lines, new_run_id

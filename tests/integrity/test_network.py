@@ -102,9 +102,9 @@ def run_policy(run: HeldRun) -> dict[str, object]:
 
 def test_the_internet_with_restricted_egress(held_run: HeldRun, host_listener: int) -> None:
     """Protection: Docker: the run's network, its own, is internal (no route out;
-    Docker drops what would leave the bridge; src/ssebench/backends/docker_network.py),
+    Docker drops what would leave the bridge; src/ssebench/backends/docker/network.py),
     its name server (Docker's, 127.0.0.11) resolves no outside name, and an INPUT rule
-    drops the run's connections to this host (docker_firewall.py). Kubernetes: the
+    drops the run's connections to this host (backends/docker/firewall.py). Kubernetes: the
     NetworkPolicy allows egress to the cluster's DNS and the proxy only
     (src/ssebench/backends/kubernetes/manifests.py network_policy); on k8s-local the pod
     network itself has no way out. The attempt: resolve an outside name, connect to a
@@ -129,7 +129,7 @@ def test_this_hosts_services(held_run: HeldRun, host_listener: int) -> None:
     """Protection: Docker: an internal network has no route to other networks, but this
     host owns the bridge's gateway address and would answer there: an INPUT rule keyed
     on the run's bridge drops the run's connections to this host
-    (src/ssebench/backends/docker_network.py, docker_firewall.py). Kubernetes: the
+    (src/ssebench/backends/docker/network.py, firewall.py). Kubernetes: the
     NetworkPolicy allows no egress to this host (only DNS and the proxy). The attempt:
     connect to a listener the test starts on every address of this host, through the
     run's gateway, the Docker bridge's gateway and the host's own addresses."""
@@ -151,7 +151,7 @@ def test_this_hosts_services(held_run: HeldRun, host_listener: int) -> None:
 
 @pytest.mark.docker
 def test_another_run(docker_sandbox: HeldRun, docker_sidecar: HeldRun) -> None:
-    """Protection: one network per run (src/ssebench/backends/docker_network.py):
+    """Protection: one network per run (src/ssebench/backends/docker/network.py):
     the only other member of a run's network is the proxy; Docker drops traffic between
     bridges, so another run's container and its unauthenticated daemon (port 4263) are
     out of reach even by address. (When all runs shared one network, ssebench_agents,

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.backends.docker import DockerBackend, archive_volume_name, container_name
+from ssebench.backends.docker import DockerBackend
+from ssebench.backends.docker.names import archive_volume_name, container_name
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import ARCHIVE_TARGET, RunHandle
 from ssebench.labels import ARCHIVE_OF, DEADLINE, KEEP, PAIR, RUNNER_HOST, RUNNER_PID

@@ -11,13 +11,9 @@ from pathlib import Path
 import pytest
 
 from ssebench import labels
-from ssebench.backends.docker import (
-    DEADLINE_SLACK_SECONDS,
-    DockerBackend,
-    container_name,
-    mount_option,
-    run_argv,
-)
+from ssebench.backends.docker import DockerBackend
+from ssebench.backends.docker.containers import DEADLINE_SLACK_SECONDS, mount_option, run_argv
+from ssebench.backends.docker.names import container_name
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from ssebench import labels
-from ssebench.backends import docker_firewall
-from ssebench.backends.docker import DockerBackend, container_name
-from ssebench.backends.docker_network import RunNetwork, bridge_name, network_name
+from ssebench.backends.docker import DockerBackend
+from ssebench.backends.docker import firewall as docker_firewall
+from ssebench.backends.docker.names import container_name
+from ssebench.backends.docker.network import RunNetwork, bridge_name, network_name
 from ssebench.backends.kubernetes.manifests import network_policy
 from ssebench.errors import BackendError
 from ssebench.extensions import NetworkPolicy

@@ -3,7 +3,7 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from ssebench.backends.docker_firewall import FirewallStatus
+from ssebench.backends.docker.firewall import FirewallStatus
 from ssebench.cli.doctor import host_listener_check, open_egress_check, ports_open_to_all
 
 HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"

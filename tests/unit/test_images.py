@@ -178,6 +178,8 @@ def fake_docker_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     fake = FakeDocker(tmp_path / "fake-docker")
     monkeypatch.setenv("FAKE_DOCKER_ROOT", str(fake.root))
     monkeypatch.setenv("PATH", f"{fake.bin_dir}{os.pathsep}{os.environ['PATH']}")
+    # No Engine API socket there: what reads through the API falls back to the fake CLI.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{fake.root}/no-docker.sock")
     # The answer about buildx is cached per process: neither take nor leave the fake's.
     images.buildx_available.cache_clear()
     yield fake

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from ssebench import labels
-from ssebench.backends.docker import (
-    DockerBackend,
+from ssebench.backends.docker import DockerBackend
+from ssebench.backends.docker.containers import sidecar_argvs
+from ssebench.backends.docker.names import (
     agent_container_name,
     archive_volume_name,
     container_name,
-    sidecar_argvs,
 )
 from ssebench.errors import BackendError
 from ssebench.extensions import (

@@ -25,11 +25,13 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ssebench.errors import UserError
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 AGENTS_DIR = Path(__file__).parent
 REFERENCE = "reference"
@@ -227,6 +229,14 @@ def _entry_point_folder(entry_point: EntryPoint) -> Path:
     if not isinstance(value, str | os.PathLike):
         raise UserError(f"The {label} must give a folder path, not {type(value).__name__}")
     return Path(value)
+
+
+def entry_points(*, group: str) -> Iterable[EntryPoint]:
+    """importlib.metadata's entry points of group, imported here and not at the top:
+    importlib.metadata (and email, which it loads) would cost every command start-up."""
+    from importlib import metadata
+
+    return metadata.entry_points(group=group)
 
 
 def _extension_agents() -> list[Agent]:

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import os
-from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING
 
 from ssebench.errors import UserError
 from ssebench.extensions import Backend
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 GROUP = "ssebench.backends"
 DEFAULT_BACKEND = "docker"
@@ -15,6 +18,10 @@ BACKEND_VARIABLE = "SSEBENCH_BACKEND"
 
 
 def _entry_points() -> dict[str, EntryPoint]:
+    # Here, not at the top: importlib.metadata (and email, which it loads) costs every
+    # command start-up, and only a command that loads a backend needs it.
+    from importlib.metadata import entry_points
+
     found: dict[str, EntryPoint] = {}
     for entry_point in entry_points(group=GROUP):
         found.setdefault(entry_point.name, entry_point)

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ssebench.backends import docker_firewall, load_backend, selected_backend_name
+from ssebench.backends import load_backend, selected_backend_name
+from ssebench.backends.docker import firewall as docker_firewall
 from ssebench.cli.output import print_json
 from ssebench.errors import SsebenchError
 from ssebench.network_ranges import PRIVATE_IPV4_RANGES

@@ -23,8 +23,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.cli import run as run_cli
 from ssebench.cli.eval_display import Progress, clock, money
@@ -202,6 +200,8 @@ def base_settings(
 
 def read_matrix(path: Path) -> list[MatrixEntry]:
     """The entries of a --matrix file: a list of {agent, model?} mappings."""
+    import yaml  # here: only --matrix needs it
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 import threading
@@ -10,11 +11,26 @@ from collections.abc import Sequence
 from types import FrameType
 
 from ssebench import __version__
-from ssebench.cli import agents, dataset, doctor, images, proxy, report, run, runs, tasks, webui
-from ssebench.cli import eval as evaluate
 from ssebench.errors import SsebenchError
 
-COMMAND_GROUPS = (run, evaluate, report, runs, tasks, agents, dataset, doctor, webui, proxy, images)
+# Every command: its name, the module of ssebench.cli that registers it, and its one-line
+# help. Only the module of the command given is imported (each one imports much of
+# ssebench), so `ssebench --help` and each command start quickly; the help is repeated
+# here for `ssebench --help`, and tests/unit/test_cli_startup.py checks it is the module's.
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("run", "run", "run one agent on one task and grade it"),
+    ("eval", "eval", "run agents and models on every task of a dataset"),
+    ("report", "report", "show an evaluation report, or compare two"),
+    ("runs", "runs", "list, watch, stop and reach runs"),
+    ("tasks", "tasks", "the tasks of a dataset"),
+    ("build-case", "tasks", "build the case images of tasks"),
+    ("agents", "agents", "the agents ssebench can run"),
+    ("dataset", "dataset", "check a dataset and its manifest"),
+    ("doctor", "doctor", "check what runs need on this machine"),
+    ("webui", "webui", "watch, read, launch and reach runs in a browser"),
+    ("proxy", "proxy", "the local LiteLLM proxy stack"),
+    ("images", "images", "publish prebuilt images; build service images"),
+)
 
 
 class Terminated(KeyboardInterrupt):
@@ -28,7 +44,10 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ssebench. Given the command line's words, only the command named
+    there is registered in full (the others are names with their help); without them,
+    every command is."""
     parser = argparse.ArgumentParser(
         prog="ssebench",
         description="Run coding agents on software-engineering tasks in containers "
@@ -37,13 +56,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ssebench {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
-    for group in COMMAND_GROUPS:
-        group.register(commands)
+    chosen = None if words is None else next((w for w in words if not w.startswith("-")), "")
+    chosen_module = next((module for name, module, _ in COMMANDS if name == chosen), None)
+    registered: set[str] = set()
+    for name, module, help_text in COMMANDS:
+        if module in registered:
+            continue
+        if chosen is None or module == chosen_module:
+            importlib.import_module(f"ssebench.cli.{module}").register(commands)
+            registered.add(module)
+        else:
+            commands.add_parser(name, help=help_text)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first "--" is a command for a container (runs exec); it is
     # split off here because argparse cannot hold options and a free command apart.
@@ -51,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "--" in words:
         split = words.index("--")
         words, trailing = words[:split], words[split + 1 :]
+    parser = build_parser(words)
     arguments = parser.parse_args(words)
     if trailing is not None:
         if not hasattr(arguments, "trailing_command"):

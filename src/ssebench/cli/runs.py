@@ -19,9 +19,6 @@ from ssebench.backends import load_backend, selected_backend_name
 from ssebench.cli.output import print_json, print_table
 from ssebench.errors import SsebenchError
 from ssebench.extensions import Backend, RunInfo
-from ssebench.proxy import revoke_abandoned_key
-from ssebench.results import iter_summaries
-from ssebench.scratch import remove_abandoned_folders
 
 NO_SUCH_RUN = 3
 SEVERAL_RUNS = 4
@@ -266,6 +263,8 @@ def _revoke_key(backend: Backend, run: RunInfo) -> str | None:
     hashed = run.labels.get(labels.KEY_SHA256)
     if not hashed:
         return None
+    from ssebench.proxy import revoke_abandoned_key  # here: `runs list` starts without it
+
     return "revoked" if revoke_abandoned_key(backend.proxy(), hashed) else "revoked already"
 
 
@@ -298,6 +297,8 @@ def prune_command(arguments: argparse.Namespace) -> int:
         if not arguments.json:
             print(f"removed {name}: {reason}")
     # Build folders of runners killed before they could remove them (ssebench.scratch).
+    from ssebench.scratch import remove_abandoned_folders  # here: `runs list` starts without it
+
     folders = [str(path) for path in remove_abandoned_folders()]
     if arguments.json:
         print_json({"backend": backend.name, "removed": removed, "kept": kept, "folders": folders})
@@ -311,6 +312,8 @@ def prune_command(arguments: argparse.Namespace) -> int:
 
 def results_command(arguments: argparse.Namespace) -> int:
     root = Path(arguments.dir)
+    from ssebench.results import iter_summaries  # here: `runs list` starts without it
+
     found = list(iter_summaries(root))
     if arguments.json:
         print_json(

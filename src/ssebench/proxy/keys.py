@@ -15,9 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -108,6 +106,11 @@ class ProxyClient:
         return f"ProxyClient({self.host_url!r})"
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        # Here, not at the top: urllib.request (http.client, email) costs every command
+        # ~40 ms of start-up, and only the commands that talk to the proxy need it.
+        import urllib.error
+        import urllib.request
+
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             self.host_url + path,

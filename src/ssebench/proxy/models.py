@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ssebench.errors import UserError
 
 MODELS_DIR_VARIABLE = "SSEBENCH_MODELS_DIR"
@@ -77,6 +75,8 @@ def _text(data: dict[str, Any], key: str, path: Path, *, required: bool = True) 
 
 
 def _load_file(path: Path) -> list[Model]:
+    import yaml  # here: only the commands that read model lists pay for it
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
@@ -167,4 +167,6 @@ class ModelCatalog:
         }
 
     def litellm_config_text(self) -> str:
+        import yaml
+
         return CONFIG_HEADER + yaml.safe_dump(self.litellm_config(), sort_keys=False)

@@ -2,7 +2,7 @@
 
 Compose project `ssebench`: network `ssebench_default`, the proxy published on 127.0.0.1
 only; the Docker backend connects the proxy to each model run's own network for the
-run's life (backends/docker_network.py). The images are built here with `docker build`
+run's life (backends/docker/network.py). The images are built here with `docker build`
 (no registry is needed); the build context gets a CA bundle when
 $SSEBENCH_BUILD_CA_BUNDLE (or $PIP_CERT) names one, for machines whose way to the
 package index needs it. The proxy's configuration is generated from models/ into this
@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import time
-import urllib.request
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,6 +284,8 @@ class LocalStack:
         )
 
     def _alive(self) -> bool:
+        import urllib.request  # here: ~40 ms of imports only `proxy status` needs
+
         try:
             with urllib.request.urlopen(f"{self.host_url}/health/liveliness", timeout=5) as answer:
                 return bool(answer.status == 200)

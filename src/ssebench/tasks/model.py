@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ssebench.errors import TaskError
 
 TASK_FILE = "task.yaml"
@@ -101,6 +99,8 @@ def _text(data: dict[str, Any], key: str, file: Path, *, required: bool = True) 
 def load_yaml_file(file: Path, kind: str) -> Any:
     """The YAML document in `file` (a `kind`.yaml: task or dataset); TaskError naming the
     file and the fix when it is missing, not a file, not UTF-8 or not YAML."""
+    import yaml  # here, not at the top: commands that read no task do not pay for it
+
     try:
         return yaml.safe_load(file.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -9,7 +9,7 @@ the same SSE_BASE_URL (http://litellm:4000), and no run shares a network with an
 - Restricted egress: the network is internal (no route out; Docker drops what would
   leave it).
 - Open egress: the network is an ordinary bridge (the internet through the host's
-  NAT), and the firewall rules of docker_firewall drop what would reach a private
+  NAT), and the firewall rules of firewall.py drop what would reach a private
   range or this host. Open egress is refused when those rules cannot be installed.
 - Every run: a rule drops connections from the run to this host itself, installed
   when the firewall can be used (for a restricted run it is a second wall, so a
@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ssebench.backends import docker_firewall
+from ssebench.backends.docker import firewall
 from ssebench.errors import BackendError
 from ssebench.images import failure_reason, run_docker
 from ssebench.labels import PAIR, abandoned_reason
@@ -91,8 +91,8 @@ class RunNetwork:
             arguments += ["--label", f"{key}={value}"]
         return [*arguments, self.name]
 
-    def rules(self) -> list[docker_firewall.Rule]:
-        return docker_firewall.run_rules(self.name, self.bridge, open_egress=self.open_egress)
+    def rules(self) -> list[firewall.Rule]:
+        return firewall.run_rules(self.name, self.bridge, open_egress=self.open_egress)
 
 
 def _error(message: str, run_id: str) -> BackendError:
@@ -128,8 +128,8 @@ def create(network: RunNetwork) -> str:
 
 def _install_rules(network: RunNetwork) -> None:
     try:
-        docker_firewall.install(network.rules())
-    except docker_firewall.FirewallError as error:
+        firewall.install(network.rules())
+    except firewall.FirewallError as error:
         if network.open_egress:
             raise _error(
                 "Open egress on Docker needs firewall rules that keep the run off private "
@@ -209,8 +209,8 @@ def remove(run_id: str) -> None:
         raise _error(f"Cannot inspect the network {name}: {failure_reason(inspected)}", run_id)
     # After the network: a rule without its network matches nothing, the reverse
     # (a network without its rules) would be open.
-    with contextlib.suppress(docker_firewall.FirewallError):
-        docker_firewall.remove(name)
+    with contextlib.suppress(firewall.FirewallError):
+        firewall.remove(name)
 
 
 def _remove_network(name: str) -> subprocess.CompletedProcess[str]:
@@ -256,7 +256,7 @@ def prune(
     """
     # Rules first: a run makes its network before its rules, so a rule whose network
     # is missing from the later listing belongs to a network that is really gone.
-    with_rules = docker_firewall.networks_with_rules()
+    with_rules = firewall.networks_with_rules()
     removed = []
     existing = set()
     for network in _run_networks():
@@ -274,7 +274,7 @@ def prune(
     for name in sorted(with_rules - existing):
         if not name.startswith(NETWORK_PREFIX):
             continue
-        with contextlib.suppress(docker_firewall.FirewallError):
-            docker_firewall.remove(name)
+        with contextlib.suppress(firewall.FirewallError):
+            firewall.remove(name)
             removed.append({"kind": "rules", "name": name, "reason": "their network is gone"})
     return removed

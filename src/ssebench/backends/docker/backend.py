@@ -1,0 +1,523 @@
+"""The Docker backend's class: images, starting a run, waiting for it, stopping it,
+reaching it; the rest is delegated to the package's modules (see __init__.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ssebench import images
+from ssebench.backends.docker import archive, cleanup, listing
+from ssebench.backends.docker import network as docker_network
+from ssebench.backends.docker.archive import create_archive_volume, remove_archive
+from ssebench.backends.docker.children import (
+    discard,
+    discard_network,
+    end_follower,
+    end_process,
+    follow_output,
+    forget,
+    own_process,
+    remember,
+)
+from ssebench.backends.docker.cleanup import remove_pair, remove_run
+from ssebench.backends.docker.commands import (
+    CREATE_TIMEOUT_SECONDS,
+    container_exists,
+    is_gone,
+    remove_container,
+)
+from ssebench.backends.docker.containers import (
+    env_pipe,
+    owner_details,
+    owner_labels,
+    run_argv,
+    sidecar_argvs,
+)
+from ssebench.backends.docker.logs import container_logs, pair_logs
+from ssebench.backends.docker.names import (
+    ARCHIVE_DETAIL,
+    ENVIRONMENT_DETAIL,
+    IMAGE_DETAIL,
+    PAIR_DETAIL,
+    agent_container_name,
+    container_name,
+)
+from ssebench.errors import BackendError, UserError
+from ssebench.extensions import (
+    DEADLINE_LABEL,
+    HELPER_LABEL,
+    KEEP_LABEL,
+    PAIR_LABEL,
+    RUN_ID_LABEL,
+    RUNNER_HOST_LABEL,
+    RUNNER_PID_LABEL,
+    Backend,
+    ImageRequest,
+    Images,
+    Mount,
+    RunHandle,
+    RunInfo,
+    RunSpec,
+    SidecarPair,
+    cli_exec_argv,
+)
+from ssebench.images import DOCKER, failure_reason, run_docker
+
+__all__ = ["DockerBackend"]
+
+
+# docker run's own status when the daemon refused to create or start the container.
+DOCKER_RUN_FAILED = 125
+# The copy container of a reference run lives seconds; past this, prune removes it
+# even if its runner still runs.
+COPY_DEADLINE_SECONDS = 3600
+
+
+class DockerBackend(Backend):
+    """Runs on the local Docker daemon. network overrides the network of every run."""
+
+    name = "docker"
+    builds_images = True
+    supports_exec = True
+
+    def __init__(self, network: str | None = None, *, quiet_builds: bool = False) -> None:
+        self.network = network
+        self.quiet_builds = quiet_builds
+
+    # -- images ----------------------------------------------------------------------
+
+    def prepare_images(self, request: ImageRequest) -> Images:
+        output = images.BuildOutput(quiet=self.quiet_builds)
+        if request.prebuilt:
+            return images.prepare_images(request, output)
+        # The public layer API, as every backend that builds images uses it.
+        from ssebench import image_layers  # here: only a build needs it, not `runs list`
+
+        return image_layers.build_images(
+            request, build=images.docker_builder(output), image_labels=images.docker_image_labels
+        )
+
+    def copy_from_image(
+        self,
+        image: str,
+        path: str,
+        dest: Path,
+        platform: str | None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        """docker create, docker cp, docker rm. The container carries the run's labels
+        and this runner's (host, process, a deadline), so a runner killed before it
+        removed the container leaves one that `ssebench runs prune` finds and removes."""
+        argv = ["create", "--pull", "never"]
+        if platform:
+            argv += ["--platform", platform]
+        if labels and labels.get(RUN_ID_LABEL):
+            argv += ["--name", f"{container_name(labels[RUN_ID_LABEL])}-copy"]
+        helper_labels = {
+            **(labels or {}),
+            DEADLINE_LABEL: str(int(time.time()) + COPY_DEADLINE_SECONDS),
+            RUNNER_HOST_LABEL: socket.gethostname(),
+            RUNNER_PID_LABEL: str(os.getpid()),
+            KEEP_LABEL: "false",
+            HELPER_LABEL: "copy",
+        }
+        for key, value in helper_labels.items():
+            argv += ["--label", f"{key}={value}"]
+        # A command is given so images without CMD can be created; it never runs.
+        completed = run_docker([*argv, image, "ssebench-copy"])
+        if completed.returncode != 0:
+            raise RuntimeError(f"Cannot create a container of {image}: {failure_reason(completed)}")
+        container = completed.stdout.strip()
+        try:
+            completed = run_docker(["cp", f"{container}:{path}", str(dest)])
+            if completed.returncode != 0:
+                raise RuntimeError(
+                    f"Cannot copy {path} out of {image}: {failure_reason(completed)}"
+                )
+        finally:
+            remove_container(container)
+
+    # -- a run -----------------------------------------------------------------------
+
+    def _run_network(self, spec: RunSpec) -> str:
+        """Make the run's own network (network.py) and return its name; the
+        network given to the backend instead, if one was."""
+        if self.network:
+            return self.network
+        network = docker_network.RunNetwork(
+            run_id=spec.run_id,
+            open_egress=spec.network.egress == "open",
+            needs_proxy=docker_network.needs_proxy(spec.env),
+            labels=owner_labels(spec, time.time()),
+        )
+        return docker_network.create(network)
+
+    def start(self, spec: RunSpec) -> RunHandle:
+        if spec.mode == "sidecar" and spec.sidecar is None:
+            raise UserError("A sidecar run needs its RunSpec.sidecar (the environment container)")
+        # The archive goes to a volume of the run's own, whatever spec.archive names: the
+        # host gets it through collect_results' safe copy only.
+        volume = create_archive_volume(spec)
+        spec = dataclasses.replace(
+            spec, archive=Mount(target=spec.archive.target, source=volume, kind="volume")
+        )
+        try:
+            if spec.sidecar is not None:
+                handle = self._start_sidecar(spec, spec.sidecar)
+            else:
+                handle = self._start_single(spec)
+        except BaseException:
+            with contextlib.suppress(UserError, OSError, BackendError):
+                remove_archive(spec.run_id)
+            raise
+        details = {**handle.details, ARCHIVE_DETAIL: volume, IMAGE_DETAIL: spec.image}
+        return dataclasses.replace(handle, details=details)
+
+    def _start_single(self, spec: RunSpec) -> RunHandle:
+        name = container_name(spec.run_id)
+        process: subprocess.Popen[bytes] | None = None
+        with env_pipe(spec.env) as (env_file, env_descriptor):
+            try:
+                network = self._run_network(spec)
+                argv = run_argv(
+                    spec, name=name, network=network, env_file=env_file, now=time.time()
+                )
+                try:
+                    # A session of its own: the terminal's Ctrl-C reaches ssebench only,
+                    # which stops the run itself (docker would forward it as SIGINT).
+                    process = subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                        pass_fds=(env_descriptor,),
+                    )
+                except FileNotFoundError:
+                    raise images.docker_missing() from None
+                self._wait_until_created(process, name, spec.run_id)
+            except BaseException:
+                discard(process, name)
+                discard_network(spec.run_id)
+                raise
+        remember(name, process)
+        return RunHandle(
+            backend=self.name,
+            run_id=spec.run_id,
+            name=name,
+            details={
+                "pid": str(process.pid),
+                "keep": str(spec.keep).lower(),
+                "network": network,
+                **owner_details(spec),
+            },
+        )
+
+    def _start_sidecar(self, spec: RunSpec, pair: SidecarPair) -> RunHandle:
+        """Volumes, then the environment container (detached), then the agent container
+        in the foreground. On any failure everything of the pair is removed again."""
+        environment_name = container_name(pair.run_id)
+        agent_name = agent_container_name(pair.run_id)
+        process: subprocess.Popen[bytes] | None = None
+        with (
+            env_pipe({**pair.shared_env(), **pair.environment_env()}) as environment_env,
+            env_pipe({**spec.env, **pair.shared_env()}) as agent_env,
+        ):
+            try:
+                network = self._run_network(spec)
+                environment_argv, agent_argv = sidecar_argvs(
+                    spec,
+                    pair,
+                    network=network,
+                    env_files=(environment_env[0], agent_env[0]),
+                    now=time.time(),
+                )
+                # The runner's labels: a runner killed before the environment container
+                # exists leaves volumes that prune removes (remove_abandoned).
+                volume_labels = {
+                    **owner_labels(spec, time.time()),
+                    KEEP_LABEL: str(spec.keep).lower(),
+                }
+                for volume in pair.volumes:
+                    self._create_volume(volume, pair.run_id, volume_labels)
+                self._run_detached(
+                    environment_argv,
+                    environment_name,
+                    spec.run_id,
+                    pass_fds=(environment_env[1],),
+                )
+                follow_output(environment_name)
+                try:
+                    process = subprocess.Popen(
+                        agent_argv,
+                        stdin=subprocess.DEVNULL,
+                        start_new_session=True,
+                        pass_fds=(agent_env[1],),
+                    )
+                except FileNotFoundError:
+                    raise images.docker_missing() from None
+                self._wait_until_created(process, agent_name, spec.run_id)
+            except BaseException:
+                if process is not None:
+                    end_process(process)
+                with contextlib.suppress(UserError, OSError, BackendError):
+                    remove_pair(pair.run_id)
+                discard_network(spec.run_id)
+                raise
+        remember(agent_name, process)
+        return RunHandle(
+            backend=self.name,
+            run_id=spec.run_id,
+            name=agent_name,
+            details={
+                "pid": str(process.pid),
+                "keep": str(spec.keep).lower(),
+                "network": network,
+                PAIR_DETAIL: pair.run_id,
+                ENVIRONMENT_DETAIL: environment_name,
+                **owner_details(spec),
+            },
+        )
+
+    def _create_volume(self, volume: str, pair_id: str, labels: Mapping[str, str]) -> None:
+        argv = ["volume", "create", "--label", f"{PAIR_LABEL}={pair_id}"]
+        for key, value in labels.items():
+            argv += ["--label", f"{key}={value}"]
+        completed = run_docker([*argv, volume])
+        if completed.returncode != 0:
+            raise BackendError(
+                f"Cannot create the volume {volume}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=pair_id,
+            )
+
+    def _run_detached(
+        self, argv: Sequence[str], name: str, run_id: str, *, pass_fds: Sequence[int] = ()
+    ) -> None:
+        """Run a docker command that makes or starts the container name, and returns.
+        pass_fds: the descriptors it inherits (its env file's pipe)."""
+        command = f"docker {argv[1]}"
+        try:
+            completed = run_docker(argv[1:], timeout=CREATE_TIMEOUT_SECONDS, pass_fds=pass_fds)
+        except subprocess.TimeoutExpired:
+            raise BackendError(
+                f"{command} did not finish within {CREATE_TIMEOUT_SECONDS:.0f} s "
+                f"for the container {name}",
+                backend=self.name,
+                run_id=run_id,
+            ) from None
+        if completed.returncode != 0:
+            raise BackendError(
+                f"{command} failed for the container {name}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=run_id,
+            )
+
+    def _wait_until_created(self, process: subprocess.Popen[bytes], name: str, run_id: str) -> None:
+        deadline = time.monotonic() + CREATE_TIMEOUT_SECONDS
+        delay = 0.02
+        while True:
+            if container_exists(name):
+                return
+            status = process.poll()
+            if status is not None:
+                if status >= 0 and status != DOCKER_RUN_FAILED:
+                    # The container ran and is gone already (--rm): wait reports status.
+                    return
+                raise BackendError(
+                    f"docker run could not create the container {name} (status {status}); "
+                    "docker's message is above",
+                    backend=self.name,
+                    run_id=run_id,
+                )
+            if time.monotonic() > deadline:
+                raise BackendError(
+                    f"The container {name} was not created within {CREATE_TIMEOUT_SECONDS:.0f} s",
+                    backend=self.name,
+                    run_id=run_id,
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        environment = handle.details.get(ENVIRONMENT_DETAIL)
+        if environment is None:
+            return self._wait_container(handle, timeout)
+        # Sidecar: the agent container's status is the run's, and the run has ended
+        # once the environment container has graded what the agent left and exited.
+        started = time.monotonic()
+        status = self._wait_container(handle, timeout)
+        remaining = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        environment_handle = RunHandle(backend=self.name, run_id=handle.run_id, name=environment)
+        try:
+            self._docker_wait(environment_handle, remaining)
+        except BackendError:
+            if container_exists(environment):
+                raise
+            # Gone already: it exited and docker removed it (--rm).
+        end_follower(environment)
+        return status
+
+    def _wait_container(self, handle: RunHandle, timeout: float | None) -> int:
+        process = own_process(handle)
+        if process is not None:
+            try:
+                status = process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                raise _not_ended(handle, timeout) from None
+            # A negative status: docker run itself was killed, not the container,
+            # which the daemon may still be running.
+            if status >= 0:
+                forget(handle.name)
+                return status
+        return self._docker_wait(handle, timeout)
+
+    def _docker_wait(self, handle: RunHandle, timeout: float | None) -> int:
+        try:
+            completed = run_docker(["wait", handle.name], timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise _not_ended(handle, timeout) from None
+        if completed.returncode != 0:
+            raise BackendError(
+                f"Cannot wait for {handle.name}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
+        try:
+            return int(completed.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise BackendError(
+                f"docker wait {handle.name} gave no exit status",
+                backend=self.name,
+                run_id=handle.run_id,
+            ) from None
+
+    def collect_results(self, handle: RunHandle, dest: Path) -> None:
+        archive.collect_results(handle, dest)
+
+    def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
+        environment = handle.details.get(ENVIRONMENT_DETAIL)
+        if environment is None:
+            return container_logs(handle.name, handle.run_id, follow)
+        return pair_logs(handle.run_id, (environment, handle.name), follow)
+
+    def stop(self, handle: RunHandle, grace: float) -> None:
+        self._stop_container(handle, grace)
+        environment = handle.details.get(ENVIRONMENT_DETAIL)
+        if environment is not None:
+            # After the agent container: told of the agent's end over the link, the
+            # environment is already grading, which a first SIGTERM lets finish.
+            self._stop_container(
+                RunHandle(backend=self.name, run_id=handle.run_id, name=environment), grace
+            )
+
+    def _stop_container(self, handle: RunHandle, grace: float) -> None:
+        completed = run_docker(["stop", "--time", str(max(0, math.ceil(grace))), handle.name])
+        if completed.returncode == 0:
+            return
+        if not is_gone(completed):
+            raise BackendError(
+                f"Cannot stop {handle.name}: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
+        # No container (yet): end a docker run of ours that has not created it.
+        process = own_process(handle)
+        if process is not None and process.poll() is None:
+            process.terminate()
+
+    def cleanup(self, handle: RunHandle) -> None:
+        if handle.details.get("keep") == "true":
+            return
+        try:
+            remove_run(handle)
+        finally:
+            remove_archive(handle.run_id)
+
+    def egress_enforced(self, image: str) -> bool | None:
+        # Restricted runs are on an internal network, which dockerd itself enforces;
+        # open ones are refused where their firewall rules cannot be installed.
+        return True
+
+    def remove_abandoned(self, now: float, host: str) -> list[str]:
+        return cleanup.remove_abandoned(now, host)
+
+    # -- finding runs ----------------------------------------------------------------
+
+    def list_runs(self, labels: Mapping[str, str]) -> list[RunInfo]:
+        return listing.list_runs(labels)
+
+    # -- reaching a run --------------------------------------------------------------
+
+    def endpoint(self, handle: RunHandle, port: int) -> str:
+        completed = run_docker(
+            [
+                "container",
+                "inspect",
+                "--format",
+                "{{json .State.Running}} {{json .NetworkSettings.Networks}}",
+                # Sidecar: the agent container shares this one's network namespace.
+                handle.details.get(ENVIRONMENT_DETAIL, handle.name),
+            ]
+        )
+        if completed.returncode != 0:
+            raise BackendError(
+                f"The run {handle.run_id} has no container: {failure_reason(completed)}",
+                backend=self.name,
+                run_id=handle.run_id,
+            )
+        running, _, networks_json = completed.stdout.strip().partition(" ")
+        if running != "true":
+            raise BackendError(
+                f"The run {handle.run_id} is not running", backend=self.name, run_id=handle.run_id
+            )
+        networks: dict[str, Any] = json.loads(networks_json or "{}") or {}
+        preferred = handle.details.get("network")
+        ordered = sorted(networks.items(), key=lambda item: item[0] != preferred)
+        for _network, settings in ordered:
+            address = (settings or {}).get("IPAddress")
+            if address:
+                return f"http://{address}:{port}"
+        raise BackendError(
+            f"The container of {handle.run_id} has no address on a Docker network",
+            backend=self.name,
+            run_id=handle.run_id,
+        )
+
+    def exec_argv(
+        self,
+        handle: RunHandle,
+        command: Sequence[str],
+        *,
+        user: str | None = None,
+        workdir: str | None = None,
+        tty: bool = False,
+        stdin: bool = False,
+        env_names: Sequence[str] = (),
+    ) -> list[str]:
+        # Sidecar: the environment container, which has the task, the tree and the daemon.
+        return cli_exec_argv(
+            DOCKER,
+            handle.details.get(ENVIRONMENT_DETAIL, handle.name),
+            command,
+            user=user,
+            workdir=workdir,
+            tty=tty,
+            stdin=stdin,
+            env_names=env_names,
+            backend=self.name,
+            run_id=handle.run_id,
+        )
+
+
+def _not_ended(handle: RunHandle, timeout: float | None) -> TimeoutError:
+    return TimeoutError(f"The run {handle.run_id} did not end within {timeout} s")

@@ -1,0 +1,137 @@
+"""A small client of the Docker Engine API on its Unix socket, for the reads where the
+docker CLI costs a process per call (listing runs: one GET returns every run's labels
+and state, where the CLI needs `docker ps` and then `docker container inspect`).
+
+Standard library only, and no http.client (which alone costs ~40 ms of imports): one
+HTTP/1.0 request per connection, the answer read to the end. docs/performance.md says
+why this and not the `docker` SDK.
+
+It is used only where it reaches the daemon the docker CLI would: DOCKER_HOST unset (the
+default socket) or unix://; no other docker context chosen (DOCKER_CONTEXT, or the
+currentContext of the CLI's config.json). Otherwise, and whenever the socket cannot be
+reached, the caller falls back to the CLI, whose errors (daemon down, permission) are
+the ones users know.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+DEFAULT_SOCKET = "/var/run/docker.sock"
+TIMEOUT_SECONDS = 30.0
+READ_CHUNK = 256 * 1024
+# An answer larger than this is not a listing this client is for.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+
+
+class EngineUnavailable(Exception):
+    """The Engine API cannot be used here or now: use the CLI instead."""
+
+
+def socket_path(environ: dict[str, str] | None = None) -> str | None:
+    """The Unix socket of the daemon the docker CLI would talk to; None when the CLI is
+    set up for anything else (another context, a TCP or SSH host)."""
+    env = os.environ if environ is None else environ
+    host = env.get("DOCKER_HOST", "")
+    if host:
+        return host.removeprefix("unix://") if host.startswith("unix://") else None
+    if env.get("DOCKER_CONTEXT", "default") != "default":
+        return None
+    config_dir = env.get("DOCKER_CONFIG") or str(Path.home() / ".docker")
+    try:
+        config = json.loads(Path(config_dir, "config.json").read_text())
+    except FileNotFoundError:
+        config = {}
+    except (OSError, ValueError):
+        return None  # a config the CLI reads and this cannot: let the CLI decide
+    context = config.get("currentContext") if isinstance(config, dict) else None
+    if context not in (None, "", "default"):
+        return None
+    return DEFAULT_SOCKET
+
+
+def request(method: str, path: str, *, timeout: float = TIMEOUT_SECONDS) -> tuple[int, bytes]:
+    """One request to the Engine API: (status, body). Raises EngineUnavailable when the
+    socket is not to be used or cannot be reached, or the answer is not HTTP."""
+    where = socket_path()
+    if where is None:
+        raise EngineUnavailable("the docker CLI is set up for another daemon")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(timeout)
+            connection.connect(where)
+            connection.sendall(
+                f"{method} {path} HTTP/1.0\r\nHost: docker\r\nUser-Agent: ssebench\r\n\r\n".encode()
+            )
+            answer = _read_all(connection)
+    except OSError as error:
+        raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
+    return _parse(answer)
+
+
+def get_json(path: str) -> Any:
+    """GET path and decode its JSON answer. Raises EngineUnavailable on any failure
+    (the caller then asks the CLI, which reports the failure in its own words)."""
+    status, body = request("GET", path)
+    if status != 200:
+        raise EngineUnavailable(f"GET {path.partition('?')[0]} answered {status}")
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise EngineUnavailable(f"GET {path.partition('?')[0]} answered no JSON") from None
+
+
+def containers_path(labels: dict[str, str]) -> str:
+    """The path that lists every container (running or not) carrying all of labels."""
+    filters = json.dumps({"label": [f"{key}={value}" for key, value in labels.items()]})
+    return f"/containers/json?all=1&filters={quote(filters, safe='')}"
+
+
+def _read_all(connection: socket.socket) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    while chunk := connection.recv(READ_CHUNK):
+        parts.append(chunk)
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise EngineUnavailable("the answer is too large")
+    return b"".join(parts)
+
+
+def _parse(answer: bytes) -> tuple[int, bytes]:
+    head, separator, body = answer.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    words = status_line.split()
+    if (
+        not separator
+        or len(words) < 2
+        or not words[0].startswith("HTTP/")
+        or not words[1].isdigit()
+    ):
+        raise EngineUnavailable("the answer is not HTTP")
+    headers = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = _unchunk(body)
+    return int(words[1]), body
+
+
+def _unchunk(body: bytes) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        size_line, separator, rest = body.partition(b"\r\n")
+        try:
+            size = int(size_line.split(b";")[0], 16)
+        except ValueError:
+            raise EngineUnavailable("a chunked answer is malformed") from None
+        if not separator or size == 0:
+            return b"".join(parts)
+        parts.append(rest[:size])
+        body = rest[size + 2 :]

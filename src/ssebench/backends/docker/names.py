@@ -1,0 +1,36 @@
+"""The names of a Docker run's containers and volumes, and the details of its handle."""
+
+from __future__ import annotations
+
+import re
+
+NAME = "docker"
+
+# A sidecar run's handle: the pair's ID and the environment container's name.
+PAIR_DETAIL = "pair"
+ENVIRONMENT_DETAIL = "environment"
+# Every run's handle: its archive volume, and an image to make the copying helper of
+# (and, for an unprivileged runner, the chown that gives the run directory back).
+ARCHIVE_DETAIL = "archive"
+IMAGE_DETAIL = "image"
+# The run directory's owner to give it back to (uid:gid), and where it is.
+OWNER_DETAIL = "results_owner"
+RESULTS_DETAIL = "results"
+_NAME_FORBIDDEN = re.compile(r"[^a-zA-Z0-9_.-]")
+
+
+def container_name(run_id: str) -> str:
+    """The container's name: ssebench-<run id>, within docker's name rules.
+
+    In a sidecar run, the environment container's name, from the pair's ID."""
+    return f"ssebench-{_NAME_FORBIDDEN.sub('-', run_id)}"
+
+
+def archive_volume_name(run_id: str) -> str:
+    """The volume the run's agent writes its archive to."""
+    return f"{container_name(run_id)}-archive"
+
+
+def agent_container_name(pair_id: str) -> str:
+    """The agent container of a sidecar run: ssebench-<pair id>-agent."""
+    return f"{container_name(pair_id)}-agent"

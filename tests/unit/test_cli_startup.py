@@ -1,0 +1,58 @@
+"""Start-up: `ssebench --help` imports no command's module, each command imports only
+its own, and none imports the kubernetes client, Starlette or YAML before it needs them
+(issue 16; docs/performance.md has the figures)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ssebench.cli.main import COMMANDS, build_parser
+
+HEAVY = ("kubernetes", "starlette", "uvicorn", "yaml", "urllib.request", "http.client")
+
+
+def loaded_after(words: list[str]) -> set[str]:
+    """The modules a fresh interpreter holds after building the parser for words."""
+    script = (
+        "import json, sys\n"
+        "from ssebench.cli.main import build_parser\n"
+        f"build_parser({words!r})\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    return set(json.loads(done.stdout))
+
+
+def helps(words: list[str] | None) -> dict[str, str | None]:
+    parser = build_parser(words)
+    assert parser._subparsers is not None
+    commands = parser._subparsers._group_actions[0]
+    return {choice.dest: choice.help for choice in commands._choices_actions}
+
+
+def test_the_help_of_every_command_is_its_modules() -> None:
+    every = helps(None)
+    assert every == {name: help_text for name, _, help_text in COMMANDS}
+    assert helps(["--help"]) == every
+    assert helps(["runs", "list"]) == every
+
+
+def test_help_imports_no_command() -> None:
+    loaded = loaded_after(["--help"])
+    commands = {f"ssebench.cli.{module}" for _, module, _ in COMMANDS}
+    assert not loaded & commands
+    assert not [name for name in loaded if name.split(".")[0] in HEAVY or name in HEAVY]
+
+
+@pytest.mark.parametrize("words", [["runs", "list", "--json"], ["run", "--help"]])
+def test_a_command_imports_its_module_only_and_nothing_heavy(words: list[str]) -> None:
+    loaded = loaded_after(words)
+    assert f"ssebench.cli.{words[0]}" in loaded
+    assert "ssebench.cli.webui" not in loaded
+    assert not [name for name in loaded if name in HEAVY or name.split(".")[0] in HEAVY]
