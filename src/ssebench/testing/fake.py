@@ -37,7 +37,7 @@ from ssebench.extensions import (
     RunState,
 )
 from ssebench.labels import matches
-from ssebench.processes import process_exists
+from ssebench.host_processes import process_exists
 
 STATE_VARIABLE = "SSEBENCH_FAKE_STATE"
 BEHAVIOUR_VARIABLE = "SSEBENCH_FAKE_BEHAVIOUR"
