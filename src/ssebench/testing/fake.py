@@ -36,8 +36,8 @@ from ssebench.extensions import (
     RunSpec,
     RunState,
 )
-from ssebench.labels import matches
 from ssebench.host_processes import process_exists
+from ssebench.labels import matches
 
 STATE_VARIABLE = "SSEBENCH_FAKE_STATE"
 BEHAVIOUR_VARIABLE = "SSEBENCH_FAKE_BEHAVIOUR"
