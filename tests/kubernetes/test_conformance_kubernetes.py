@@ -18,6 +18,7 @@ class TestKubernetesBackend(PilotContract):
     # Sidecar mode is refused on Kubernetes (spec); the suite runs sandbox runs only.
     known_gaps: ClassVar[frozenset[str]] = frozenset()
     run_timeout = 600.0
+    kept_runs_keep_running = True
     cluster: Cluster
 
     @pytest.fixture(autouse=True)

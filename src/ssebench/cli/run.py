@@ -15,7 +15,7 @@ from ssebench.errors import UserError
 from ssebench.extensions import Egress
 from ssebench.proxy import ModelAccessPlan, ModelSession, plan_model_access
 from ssebench.results import check_run_id, make_results_root, new_run_id
-from ssebench.runner import Runner, RunSettings, StopRequest, stop_on_signals
+from ssebench.runner import RunAbandoned, Runner, RunSettings, StopRequest, stop_on_signals
 from ssebench.tasks.dataset import resolve_dataset
 
 PREBUILT_VARIABLE = "SSEBENCH_PREBUILT"
@@ -189,12 +189,14 @@ def run_command(arguments: argparse.Namespace) -> int:
             settings = dataclasses.replace(settings, model_env=session.env())
         with stop_on_signals(stop, sys.stderr):
             outcome = runner.run(settings, images, stop, model_session=session)
+    except RunAbandoned as abandoned:  # before the run had a directory to record in
+        return 128 + abandoned.signum
     finally:
         if session is not None:
             session.finish(runner.say)  # a no-op when the runner has finished it
     print(f"{outcome.status}\t{outcome.run_dir}")
     if stop.exit_status is not None:
-        return stop.exit_status  # killed by a second signal: recorded, and the process ends
+        return stop.exit_status  # a second signal: recorded, and the process ends now
     if arguments.require_pass and outcome.status != "passed":
         return 1
     return 0

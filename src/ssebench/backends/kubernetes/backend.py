@@ -31,7 +31,7 @@ from typing import Any
 from ssebench import safe_tar
 from ssebench.backends.kubernetes import execstream, manifests, policy_check, portforward
 from ssebench.backends.kubernetes.config import KubernetesSettings, is_label_key, is_label_value
-from ssebench.errors import BackendError, UserError
+from ssebench.errors import BackendError, ResultsGoneError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
     REFERENCE_PATCH_TARGET,
@@ -70,9 +70,9 @@ NO_CONTAINER_SECONDS = 600.0
 PULL_ERRORS = frozenset(
     {"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"}
 )
-# A task container that has not exited this long after its SIGTERM is deleted.
+# The grace ssebench run gives a run it stops (spec, "Stopping and cleaning up").
 STOP_GRACE_SECONDS = 20.0
-# What wait reports for a task container deleted with its Job: 128 + SIGKILL.
+# What wait reports for a task container deleted with its pod: 128 + SIGKILL.
 KILLED_STATUS = 137
 CLEANUP_WAIT_SECONDS = 30.0
 COPY_POD_SECONDS = 600
@@ -81,8 +81,8 @@ KUBECTL = "kubectl"
 
 _log_threads: dict[str, threading.Thread] = {}
 _log_threads_lock = threading.Lock()
-# Runs this process deleted because they outlived a stop's grace ("namespace/job"), so
-# a wait that starts after the pod is gone still reports them as killed.
+# Runs whose pod this process deleted because they outlived a stop's grace
+# ("namespace/job"), so a wait that starts after the pod is gone reports them as killed.
 _killed: set[str] = set()
 
 
@@ -338,6 +338,7 @@ class KubernetesBackend(Backend):
     name = "kubernetes"
     builds_images = False
     supports_exec = True
+    stop_grace = STOP_GRACE_SECONDS
 
     def __init__(self, settings: KubernetesSettings | None = None) -> None:
         self._settings = settings
@@ -585,15 +586,16 @@ class KubernetesBackend(Backend):
             deleting = pod is not None and pod.metadata.deletion_timestamp is not None
             ended = pod is not None and pod.status and pod.status.phase in ("Failed", "Succeeded")
             seen = seen or pod is not None or f"{namespace}/{handle.name}" in _killed
+            if seen and (pod is None or deleting):
+                # Its pod deleted while it ran (a stop past its grace, runs remove,
+                # kubectl delete, the Job's deadline): killed, as docker rm --force
+                # ends a container. Its results went with the pod.
+                if pod is not None:
+                    _drain_output(namespace, pod.metadata.name)
+                return KILLED_STATUS
             if pod is None or deleting or ended:
                 job = self._job(handle)
                 if job is None or job.metadata.deletion_timestamp is not None:
-                    if seen:
-                        # Deleted while it ran (a stop past its grace, runs remove): killed,
-                        # as docker rm --force ends a container.
-                        if pod is not None:
-                            _drain_output(namespace, pod.metadata.name)
-                        return KILLED_STATUS
                     raise BackendError(
                         f"The run {handle.run_id} has no Job: it was removed",
                         backend=self.name,
@@ -682,8 +684,13 @@ class KubernetesBackend(Backend):
         namespace = self._namespace_of(handle)
         pod = self._pod(handle)
         collector = _container_status(pod, manifests.COLLECTOR_CONTAINER) if pod else None
-        if pod is None or collector is None or collector.state.running is None:
-            raise BackendError(
+        if (
+            pod is None
+            or pod.metadata.deletion_timestamp is not None
+            or collector is None
+            or collector.state.running is None
+        ):
+            raise ResultsGoneError(
                 f"The results of {handle.run_id} are gone: its pod or collector no longer runs",
                 backend=self.name,
                 run_id=handle.run_id,
@@ -723,14 +730,17 @@ class KubernetesBackend(Backend):
                 self._signal(namespace, pod_name, manifests.COLLECTOR_CONTAINER)
 
     def stop(self, handle: RunHandle, grace: float) -> None:
+        """SIGTERM to the task container; after grace seconds, if it still runs, its
+        pod is deleted at once (a container cannot be killed otherwise). The Job, the
+        Secret and the policy stay, for cleanup or `runs remove`."""
         namespace = self._namespace_of(handle)
-        deadline = time.monotonic() + min(max(grace, 0.0), STOP_GRACE_SECONDS)
+        deadline = time.monotonic() + max(grace, 0.0)
         signalled = False
         pace = _Pace()
         while True:
             pod = self._pod(handle)
             state, _ = _task_state(pod)
-            if state == "exited":
+            if state == "exited" or (pod is not None and pod.metadata.deletion_timestamp):
                 return
             if pod is None and self._job(handle) is None:
                 return  # nothing (left) to stop
@@ -739,10 +749,24 @@ class KubernetesBackend(Backend):
                     self._signal(namespace, pod.metadata.name, manifests.TASK_CONTAINER)
                     signalled = True
             if time.monotonic() >= deadline:
-                _killed.add(f"{namespace}/{handle.name}")
-                self._remove(namespace, handle.name, handle.run_id, wait=False)
+                if pod is not None:
+                    _killed.add(f"{namespace}/{handle.name}")
+                    self._delete_pod(namespace, pod.metadata.name, handle.run_id)
                 return
             _rest(namespace, pod, pace, deadline)
+
+    def _delete_pod(self, namespace: str, pod: str, run_id: str) -> None:
+        """Delete the pod now, without the grace the kubelet would give it."""
+        portforward.end(namespace, [pod])
+        _call(
+            f"Cannot delete the pod {pod}",
+            _api().core.delete_namespaced_pod,
+            pod,
+            namespace,
+            grace_period_seconds=0,
+            missing_ok=True,
+            run_id=run_id,
+        )
 
     def cleanup(self, handle: RunHandle) -> None:
         if handle.details.get("keep") == "true":
