@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import run_arguments, sleeper_started, ssebench, start_ssebench
+from tests.cli import run_arguments, signal_twice, sleeper_started, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import (
     archive_objects,
@@ -250,12 +250,7 @@ def test_a_second_signal_ends_the_runner_at_once_and_records_the_run(tmp_path: P
     process = start_run(tmp_path, run_id)
     try:
         wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
-        process.send_signal(signal.SIGTERM)
-        time.sleep(0.5)
-        signalled = time.monotonic()
-        process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=60)
-        ended_after = time.monotonic() - signalled
+        output, ended_after = signal_twice(process)
     finally:
         process.kill()
         process.wait()

@@ -23,7 +23,14 @@ from ssebench.extensions import (
     Mount,
     RunSpec,
 )
-from tests.cli import last_line_verdict, run_arguments, sleeper_started, ssebench, start_ssebench
+from tests.cli import (
+    last_line_verdict,
+    run_arguments,
+    signal_twice,
+    sleeper_started,
+    ssebench,
+    start_ssebench,
+)
 from tests.conftest import PILOT_DATASET
 from tests.kubernetes.cluster import TASK, Cluster, new_run_id
 from tests.polling import wait_until
@@ -44,6 +51,20 @@ def task_pod(cluster: Cluster, run_id: str) -> str:
         "get", "pod", "-n", cluster.namespace, "-l", f"{RUN_ID_LABEL}={run_id}", "-o", "name"
     )
     return done.stdout.strip()
+
+
+def started_sleeper(results: Path, run_id: str) -> subprocess.Popen[str]:
+    """`ssebench run` of the sleeper agent on the cluster, once the agent runs."""
+    process = start_ssebench(
+        *run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, results, *K8S, "--prebuilt")
+    )
+    try:
+        wait_until(lambda: sleeper_started(run_id, *K8S), "the sleeper agent to start")
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process
 
 
 def run_dir_of(results: Path, agent: str, run_id: str) -> Path:
@@ -116,17 +137,9 @@ def test_a_second_signal_ends_the_runner_at_once_and_leaves_the_job(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     run_id = new_run_id("twice")
-    process = start_ssebench(
-        *run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, tmp_path, *K8S, "--prebuilt")
-    )
+    process = started_sleeper(tmp_path, run_id)
     try:
-        wait_until(lambda: sleeper_started(run_id, *K8S), "the sleeper agent to start")
-        process.send_signal(signal.SIGTERM)
-        time.sleep(0.5)
-        signalled = time.monotonic()
-        process.send_signal(signal.SIGTERM)
-        output, _ = process.communicate(timeout=120)
-        ended_after = time.monotonic() - signalled
+        output, ended_after = signal_twice(process)
         assert process.returncode == 128 + signal.SIGTERM, output[-3000:]
         assert ended_after < 10, ended_after  # no 30 s wait for the cluster's cleanup
         assert "exiting now; the run is left to the backend" in output
@@ -217,12 +230,8 @@ def test_runs_stop_leaves_the_job_and_pod_in_place(cluster: Cluster, tmp_path: P
     """A run whose runner was killed: `runs stop` stops its task container (143) and
     leaves its objects, until `runs remove`."""
     run_id = new_run_id("stopin")
-    process = start_ssebench(
-        *run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, tmp_path, *K8S, "--prebuilt"),
-        output=subprocess.DEVNULL,
-    )
+    process = started_sleeper(tmp_path, run_id)
     try:
-        wait_until(lambda: sleeper_started(run_id, *K8S), "the sleeper agent to start")
         process.kill()
         process.wait()
         assert ssebench("runs", "stop", run_id, "--grace", "60", *K8S).returncode == 0
@@ -240,11 +249,8 @@ def test_a_run_whose_pod_is_deleted_is_recorded_without_a_grade(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     run_id = new_run_id("podgone")
-    process = start_ssebench(
-        *run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, tmp_path, *K8S, "--prebuilt")
-    )
+    process = started_sleeper(tmp_path, run_id)
     try:
-        wait_until(lambda: sleeper_started(run_id, *K8S), "the sleeper agent to start")
         cluster.admin(
             "delete", "pod", "-n", cluster.namespace, "-l", f"{RUN_ID_LABEL}={run_id}",
             "--wait=false",
