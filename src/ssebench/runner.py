@@ -3,7 +3,9 @@
 prepare_images -> run directory -> reference patch -> start -> wait -> collect_results
 -> cleanup -> record. cleanup runs also when wait is interrupted or raises, and the run
 is recorded (summary.json, and result.json with "config") in every case once its run
-directory exists: also when the container failed, was stopped, or left no grade.
+directory exists: also when the container failed, was stopped, or left no grade. A
+second signal (RunAbandoned) is the one exception to cleanup: ssebench then ends at
+once, leaving the run to its backend, and records it from the run directory.
 """
 
 from __future__ import annotations
@@ -312,9 +314,7 @@ class Runner:
                 collected = True
             except ResultsGoneError as error:
                 no_results = str(error)  # a run without a grade, not a failed run
-            except RunAbandoned:
-                raise
-            except BaseException as error:
+            except Exception as error:
                 # Whatever grade the run directory holds, the run was not read out whole.
                 readout_failure = f"{READOUT_FAILED}: {_reason(error)}"
                 raise
