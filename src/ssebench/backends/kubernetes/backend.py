@@ -78,11 +78,13 @@ CLEANUP_WAIT_SECONDS = 30.0
 COPY_POD_SECONDS = 600
 LOG_DRAIN_SECONDS = 10.0
 KUBECTL = "kubectl"
+# The handle's detail that names the pod the run started in.
+POD_DETAIL = "pod"
 
 _log_threads: dict[str, threading.Thread] = {}
 _log_threads_lock = threading.Lock()
-# Runs whose pod this process deleted because they outlived a stop's grace
-# ("namespace/job"), so a wait that starts after the pod is gone reports them as killed.
+# Runs this process deleted because they outlived a stop's grace ("namespace/job"), so
+# a wait that starts after the pod is gone still reports them as killed.
 _killed: set[str] = set()
 
 
@@ -490,7 +492,14 @@ class KubernetesBackend(Backend):
                 self._remove(namespace, name, spec.run_id, created, wait=False)
             raise
         _start_output_thread(namespace, pod.metadata.name)
-        return handle
+        # The run is this pod: a pod the Job controller makes after it is deleted (as
+        # clusters before 1.26 do) runs the task again and is not the run.
+        return RunHandle(
+            backend=self.name,
+            run_id=spec.run_id,
+            name=name,
+            details={**handle.details, POD_DETAIL: str(pod.metadata.name)},
+        )
 
     def _reference_patch(self, spec: RunSpec) -> bytes | None:
         patch = None
@@ -562,6 +571,21 @@ class KubernetesBackend(Backend):
             pod for pod in pods if (pod.metadata.labels or {}).get("job-name") == handle.name
         )
 
+    def _run_pod(self, handle: RunHandle) -> Any | None:
+        """The pod the run started in (one GET), or, for a run found again by
+        list_runs, its newest pod; None once it is gone."""
+        pod = handle.details.get(POD_DETAIL)
+        if pod is None:
+            return self._pod(handle)
+        return _call(
+            f"Cannot read the pod {pod}",
+            _api().core.read_namespaced_pod,
+            pod,
+            self._namespace_of(handle),
+            missing_ok=True,
+            run_id=handle.run_id,
+        )
+
     def _job(self, handle: RunHandle) -> Any | None:
         return _call(
             f"Cannot read the Job {handle.name}",
@@ -578,7 +602,7 @@ class KubernetesBackend(Backend):
         seen = False
         pace = _Pace()
         while True:
-            pod = self._pod(handle)
+            pod = self._run_pod(handle)
             state, exit_code = _task_state(pod)
             if pod is not None and state == "exited" and exit_code is not None:
                 _drain_output(namespace, pod.metadata.name)
@@ -682,7 +706,7 @@ class KubernetesBackend(Backend):
 
     def collect_results(self, handle: RunHandle, dest: Path) -> None:
         namespace = self._namespace_of(handle)
-        pod = self._pod(handle)
+        pod = self._run_pod(handle)
         collector = _container_status(pod, manifests.COLLECTOR_CONTAINER) if pod else None
         if (
             pod is None
@@ -730,15 +754,16 @@ class KubernetesBackend(Backend):
                 self._signal(namespace, pod_name, manifests.COLLECTOR_CONTAINER)
 
     def stop(self, handle: RunHandle, grace: float) -> None:
-        """SIGTERM to the task container; after grace seconds, if it still runs, its
-        pod is deleted at once (a container cannot be killed otherwise). The Job, the
-        Secret and the policy stay, for cleanup or `runs remove`."""
+        """SIGTERM to the task container, then up to grace seconds for it to exit; the
+        run stays in place. A container still running after the grace is deleted with
+        its Job: a pod deleted alone is replaced by the Job controller on clusters
+        before 1.26, and a container cannot be killed otherwise."""
         namespace = self._namespace_of(handle)
         deadline = time.monotonic() + max(grace, 0.0)
         signalled = False
         pace = _Pace()
         while True:
-            pod = self._pod(handle)
+            pod = self._run_pod(handle)
             state, _ = _task_state(pod)
             if state == "exited" or (pod is not None and pod.metadata.deletion_timestamp):
                 return
@@ -749,24 +774,10 @@ class KubernetesBackend(Backend):
                     self._signal(namespace, pod.metadata.name, manifests.TASK_CONTAINER)
                     signalled = True
             if time.monotonic() >= deadline:
-                if pod is not None:
-                    _killed.add(f"{namespace}/{handle.name}")
-                    self._delete_pod(namespace, pod.metadata.name, handle.run_id)
+                _killed.add(f"{namespace}/{handle.name}")
+                self._remove(namespace, handle.name, handle.run_id, wait=False)
                 return
             _rest(namespace, pod, pace, deadline)
-
-    def _delete_pod(self, namespace: str, pod: str, run_id: str) -> None:
-        """Delete the pod now, without the grace the kubelet would give it."""
-        portforward.end(namespace, [pod])
-        _call(
-            f"Cannot delete the pod {pod}",
-            _api().core.delete_namespaced_pod,
-            pod,
-            namespace,
-            grace_period_seconds=0,
-            missing_ok=True,
-            run_id=run_id,
-        )
 
     def cleanup(self, handle: RunHandle) -> None:
         if handle.details.get("keep") == "true":
