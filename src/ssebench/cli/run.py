@@ -104,7 +104,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--keep-container",
         action="store_true",
-        help="leave containers and volumes when the run ends",
+        help="leave containers and volumes when the run ends (on kubernetes the task "
+        "container also keeps running after grading, as with --keep-alive)",
     )
     parser.add_argument(
         "--keep-alive",
