@@ -191,13 +191,21 @@ def run_command(arguments: argparse.Namespace) -> int:
         with stop_on_signals(stop, sys.stderr):
             outcome = runner.run(settings, images, stop, model_session=session)
     except RunAbandoned as abandoned:  # before the run had a directory to record in
-        return 128 + abandoned.signum
+        if session is not None:
+            session.finish(runner.say)  # its key is revoked all the same
+        sys.stderr.flush()
+        os._exit(128 + abandoned.signum)
     finally:
         if session is not None:
             session.finish(runner.say)  # a no-op when the runner has finished it
     print(f"{outcome.status}\t{outcome.run_dir}")
     if stop.exit_status is not None:
-        return stop.exit_status  # a second signal: recorded, and the process ends now
+        # A second signal: recorded, and the process ends now. Not through the
+        # interpreter's shutdown, which the backend's threads (a Kubernetes run's
+        # output, still copied to stdout) can abort.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(stop.exit_status)
     if arguments.require_pass and outcome.status != "passed":
         return 1
     return 0
