@@ -260,7 +260,8 @@ def test_a_run_whose_pod_is_deleted_is_recorded_without_a_grade(
     status, run_dir = last_line_verdict(output)
     assert status == "error"
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["exit_code"] == 137
+    # The kubelet's SIGTERM of the deleted pod (143), or its deletion seen first (137).
+    assert summary["exit_code"] in (137, 143)
     assert summary["error_msg"].startswith("No result") and "pod" in summary["error_msg"]
     assert json.loads((run_dir / "result.json").read_text())["status"] == "error"
     wait_until(lambda: kinds_of(cluster, run_id) == set(), "the run's objects to go", 90)
