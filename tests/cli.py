@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -74,3 +76,14 @@ def sleeper_started(run_id: str, *options: str) -> bool:
     """Whether the sleeper agent of a kept run has written its first line."""
     done = ssebench("runs", "logs", run_id, *options)
     return done.returncode == 0 and "sleeper" in done.stdout.lower()
+
+
+def signal_twice(process: subprocess.Popen[str]) -> tuple[str, float]:
+    """SIGTERM, and half a second later a second one, to a started `ssebench run`: what
+    it said (stdout and stderr merged) and the seconds from the second to its end."""
+    process.send_signal(signal.SIGTERM)
+    time.sleep(0.5)
+    signalled = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=120)
+    return output, time.monotonic() - signalled

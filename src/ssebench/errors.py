@@ -5,6 +5,7 @@
     │   ├── ImageUnavailableError an image that cannot be built, pulled or found
     │   └── TaskError             a malformed task or dataset (names the file and field)
     └── BackendError              a run that cannot be started, watched or reached
+        └── ResultsGoneError      the run's results were gone before they were read
 
 The CLI prints an SsebenchError as one line and exits non-zero; anything else is a bug
 and shows its traceback. A message never contains a run's environment: callers build
@@ -48,3 +49,9 @@ class BackendError(SsebenchError):
         super().__init__(message)
         self.backend = backend
         self.run_id = run_id
+
+
+class ResultsGoneError(BackendError):
+    """collect_results found nothing to read: the run's storage went before its
+    results were read (its pod was deleted, a deadline passed, a node failed). The
+    runner records the run as one without a grade, with this message as the reason."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ssebench.errors import BackendError, ImageUnavailableError, UserError
+from ssebench.errors import BackendError, ImageUnavailableError, ResultsGoneError, UserError
 
 if TYPE_CHECKING:  # image_layers is built on this module
     from ssebench.image_layers import ImageBuilder
@@ -55,6 +55,7 @@ __all__ = [
     "MountKind",
     "NetworkPolicy",
     "ProxyEndpoint",
+    "ResultsGoneError",
     "RunHandle",
     "RunInfo",
     "RunSpec",
@@ -468,6 +469,9 @@ class Backend(abc.ABC):
     """How many runs `ssebench eval` runs at once when --jobs is not given. None: the
     number of CPU cores of this machine, right for a local daemon; a cluster backend
     sets a larger number (16, say), since its runs do not use this machine's cores."""
+    stop_grace: float = 30.0
+    """The grace, in seconds, that ssebench run gives a run it stops on Ctrl-C or
+    SIGTERM, before the backend kills its containers."""
 
     @abc.abstractmethod
     def prepare_images(self, request: ImageRequest) -> Images:
@@ -525,12 +529,15 @@ class Backend(abc.ABC):
         """Put the run's results into dest, the run directory, once the container exited.
 
         dest already holds the runner's skeleton (archive/ and an empty result.json);
-        the files the container wrote replace it. Raises BackendError.
+        the files the container wrote replace it. Raises BackendError; raises
+        ResultsGoneError when the results went before they could be read (the runner
+        then records the run as one without a grade).
         """
 
     @abc.abstractmethod
     def stop(self, handle: RunHandle, grace: float) -> None:
-        """Ask the run's containers to stop; kill them after grace seconds.
+        """Ask the run's containers to stop; kill them after grace seconds. The
+        containers stay (cleanup or `ssebench runs remove` removes them).
 
         Safe to call at any time, also before the container has started, and twice.
         """

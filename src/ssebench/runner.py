@@ -3,7 +3,9 @@
 prepare_images -> run directory -> reference patch -> start -> wait -> collect_results
 -> cleanup -> record. cleanup runs also when wait is interrupted or raises, and the run
 is recorded (summary.json, and result.json with "config") in every case once its run
-directory exists: also when the container failed, was stopped, or left no grade.
+directory exists: also when the container failed, was stopped, or left no grade. A
+second signal (RunAbandoned) is the one exception to cleanup: ssebench then ends at
+once, leaving the run to its backend, and records it from the run directory.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ssebench import labels
 from ssebench.agents import Agent
-from ssebench.errors import SsebenchError, UserError
+from ssebench.errors import ResultsGoneError, SsebenchError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
     IMAGE_REFERENCE_PATCH,
@@ -56,7 +58,6 @@ if TYPE_CHECKING:
 
 REFERENCE_PATCH_COPY = "reference.patch"
 READOUT_FAILED = "Read-out failed"
-STOP_GRACE_SECONDS = 30.0
 
 
 def image_request(task: Task, agent: Agent) -> ImageRequest:
@@ -143,26 +144,34 @@ class RunOutcome:
         return str(self.summary["status"])
 
 
-class StopRequest:
-    """Turns signals during a run into backend.stop: the first stops the run (with a
-    grace), the second kills it (no grace). Either way, once.
+class RunAbandoned(BaseException):
+    """A second signal: ssebench ends now and leaves the run to its backend (on
+    Kubernetes, to the Job's deadline and time to live). Raised in the main thread by
+    stop_on_signals; the runner records the run from what is on this machine, without
+    calling the backend again."""
 
-    The stops run in threads so the main thread keeps waiting for the container, which
-    then exits (143, or 137 when killed) and is recorded as usual. recording is set by
-    the runner once the container's wait is over: from then on the run is removed and
-    recorded whatever more signals come.
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class StopRequest:
+    """Turns a first signal during a run into backend.stop with the backend's grace
+    (Backend.stop_grace), once. The stop runs in a thread, so the main thread keeps
+    waiting for the container, which then exits (143) and is recorded as usual.
+
+    A second signal abandons the run (RunAbandoned) unless the run is being recorded
+    already: recording is set by the runner once it no longer needs the backend.
     """
 
     def __init__(self) -> None:
         self.requested = threading.Event()
-        self.killed = threading.Event()
         self.recording = threading.Event()
         self._lock = threading.Lock()
         self._backend: Backend | None = None
         self._handle: RunHandle | None = None
         self._stopping = False
-        self._killing = False
-        # 128 + the signal that killed the run: the status the process ends with.
+        # 128 + the second signal: the status the process ends with.
         self.exit_status: int | None = None
 
     def attach(self, backend: Backend, handle: RunHandle) -> None:
@@ -170,19 +179,18 @@ class StopRequest:
             self._backend, self._handle = backend, handle
         if self.requested.is_set():
             self._stop_in_background()
-        if self.killed.is_set():
-            self._kill_in_background()
 
     def request(self) -> None:
         self.requested.set()
         self._stop_in_background()
 
-    def kill(self, signum: int | None = None) -> None:
-        if signum is not None:
-            self.exit_status = 128 + signum
+    def abandon(self, signum: int) -> None:
+        """The second signal: end now (RunAbandoned), or, while the run is being
+        recorded, once it is recorded."""
         self.requested.set()
-        self.killed.set()
-        self._kill_in_background()
+        self.exit_status = 128 + signum
+        if not self.recording.is_set():
+            raise RunAbandoned(signum)
 
     def _stop_in_background(self) -> None:
         with self._lock:
@@ -191,23 +199,15 @@ class StopRequest:
             self._stopping = True
             backend, handle = self._backend, self._handle
         threading.Thread(
-            target=backend.stop, args=(handle, STOP_GRACE_SECONDS), daemon=True
+            target=backend.stop, args=(handle, backend.stop_grace), daemon=True
         ).start()
-
-    def _kill_in_background(self) -> None:
-        with self._lock:
-            if self._killing or self._backend is None or self._handle is None:
-                return
-            self._killing = True
-            backend, handle = self._backend, self._handle
-        threading.Thread(target=backend.stop, args=(handle, 0), daemon=True).start()
 
 
 @contextmanager
 def stop_on_signals(stop: StopRequest, out: TextIO) -> Iterator[None]:
-    """First SIGTERM or SIGINT: stop the run and record it. Second: kill the run and
-    record it. Third: end the process, unless the run is being removed and recorded
-    already, which then finishes first (a run must never be left unrecorded)."""
+    """First SIGTERM or SIGINT: stop the run and record it. Second: end the process at
+    once, leaving the run to the backend, and record it from what is on this machine
+    (a run being recorded already finishes that first: it takes no backend call)."""
     received = 0
 
     def handle(signum: int, frame: FrameType | None) -> None:
@@ -215,20 +215,16 @@ def stop_on_signals(stop: StopRequest, out: TextIO) -> Iterator[None]:
         received += 1
         name = signal.Signals(signum).name
         if received == 1:
-            out.write(f"ssebench: {name}: stopping the run; a second signal kills it\n")
+            out.write(f"ssebench: {name}: stopping the run; a second signal ends ssebench\n")
             out.flush()
             stop.request()
-        elif received == 2:
-            out.write(f"ssebench: {name}: killing the run; it is still recorded\n")
-            out.flush()
-            stop.kill(signum)
-        elif stop.recording.is_set():
-            out.write(f"ssebench: {name}: removing and recording the run first\n")
-            out.flush()
+            return
+        if stop.recording.is_set():
+            out.write(f"ssebench: {name}: recording the run, then exiting\n")
         else:
-            out.write(f"ssebench: {name}: exiting now; the run is removed and recorded\n")
-            out.flush()
-            raise SystemExit(128 + signum)
+            out.write(f"ssebench: {name}: exiting now; the run is left to the backend\n")
+        out.flush()
+        stop.abandon(signum)
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -298,6 +294,8 @@ class Runner:
         exit_code: int | None = None
         failure: BaseException | None = None
         readout_failure: str | None = None
+        no_results: str | None = None
+        collected = False
         handle: RunHandle | None = None
         timings: dict[str, float] = {}
         egress_enforced: bool | None = None
@@ -314,6 +312,9 @@ class Runner:
             collecting = time.monotonic()
             try:
                 self.backend.collect_results(handle, run_dir.path)
+                collected = True
+            except ResultsGoneError as error:
+                no_results = str(error)  # a run without a grade, not a failed run
             except Exception as error:
                 # Whatever grade the run directory holds, the run was not read out whole.
                 readout_failure = f"{READOUT_FAILED}: {_reason(error)}"
@@ -322,30 +323,46 @@ class Runner:
                 timings["collect_results"] = round(time.monotonic() - collecting, 3)
         except BaseException as error:  # recorded below, then raised again
             failure = error
-        finally:
-            # From here on, signals no longer end this process (stop_on_signals).
-            stop.recording.set()
-            if handle is not None:
+        if handle is not None and not isinstance(failure, RunAbandoned):
+            try:
                 self._cleanup(handle)
+            except RunAbandoned as error:  # during cleanup: the results were read already
+                failure = failure or error
+        # From here on, a second signal lets the run be recorded first (stop_on_signals).
+        stop.recording.set()
+        abandoned = isinstance(failure, RunAbandoned)
+        if abandoned:
+            self.say(f"run {settings.run_id}: left to the {self.backend.name} backend")
         spend: float | None = None
         if model_session is not None:
             found = model_session.finish(self.say)
             spend = None if found is None else round(found.usd, 6)
         timings["total"] = round(time.monotonic() - started, 3)
-        summary = self._record(
-            settings,
-            run_dir,
-            images,
-            exit_code=exit_code,
-            stopped=stop.requested.is_set(),
-            failure=failure,
-            readout_failure=readout_failure,
-            started_at=started_at,
-            timings=timings,
-            spend=spend,
-            egress_enforced=egress_enforced,
-        )
-        if failure is not None:
+        try:
+            summary = self._record(
+                settings,
+                run_dir,
+                images,
+                exit_code=exit_code,
+                stopped=stop.requested.is_set(),
+                failure=failure,
+                readout_failure=readout_failure,
+                no_results=no_results,
+                # Results gone, or abandoned before they were read: whatever the run
+                # directory holds is not the run's read-out (and may still be written).
+                grade_read=(collected or not abandoned) and no_results is None,
+                started_at=started_at,
+                timings=timings,
+                spend=spend,
+                egress_enforced=egress_enforced,
+            )
+        except OSError as error:
+            if not abandoned:
+                raise
+            # The container may still own the run directory (an unprivileged runner).
+            self.say(f"run {settings.run_id}: not recorded: {_reason(error)}")
+            summary = {"status": "error", "error_msg": NO_RESULT_MESSAGE}
+        if failure is not None and not abandoned:
             raise failure
         return RunOutcome(run_dir=run_dir.path, summary=summary)
 
@@ -447,9 +464,11 @@ class Runner:
         timings: dict[str, float],
         spend: float | None = None,
         readout_failure: str | None = None,
+        no_results: str | None = None,
+        grade_read: bool = True,
         egress_enforced: bool | None = None,
     ) -> dict[str, Any]:
-        grade = run_dir.read_result()
+        grade = run_dir.read_result() if grade_read else None
         config = {**settings.config(), "egress_enforced": egress_enforced}
         # Stopped by this runner's signal, or by anyone else's (`runs stop`, docker
         # stop): the container's grade says so.
@@ -465,6 +484,10 @@ class Runner:
                 message = f"{NO_RESULT_MESSAGE} ({failure})"
             elif isinstance(failure, KeyboardInterrupt):
                 message = f"{NO_RESULT_MESSAGE} (interrupted)"
+            elif isinstance(failure, RunAbandoned):
+                message = f"{NO_RESULT_MESSAGE} (ssebench ended by a second {failure})"
+            elif no_results is not None:
+                message = f"{NO_RESULT_MESSAGE} ({no_results})"
             elif failure is not None:
                 message = f"{NO_RESULT_MESSAGE} ({type(failure).__name__})"
             grade = {"status": "error", "error_msg": message}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import run_arguments, sleeper_started, ssebench, start_ssebench
+from tests.cli import run_arguments, signal_twice, sleeper_started, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import (
     archive_objects,
@@ -241,3 +241,50 @@ def test_prune_removes_an_archive_volume_whose_runner_is_gone() -> None:
         assert volumes["orphan"] not in left and volumes["live"] in left
     finally:
         docker_lines("volume", "rm", "--force", *volumes.values())
+
+
+def test_a_second_signal_ends_the_runner_at_once_and_records_the_run(tmp_path: Path) -> None:
+    """The first SIGTERM stops the run; the second ends ssebench now, without removing
+    the container (that is left to prune), and the run is recorded all the same."""
+    run_id = new_run_id("twice")
+    process = start_run(tmp_path, run_id)
+    try:
+        wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
+        output, ended_after = signal_twice(process)
+    finally:
+        process.kill()
+        process.wait()
+    try:
+        assert process.returncode == 128 + signal.SIGTERM, output[-3000:]
+        assert "exiting now; the run is left to the backend" in output
+        assert ended_after < 10, ended_after
+        summary = summary_of(tmp_path, run_id)
+        assert summary["stopped"] is True and summary["status"] == "error"
+        assert "second SIGTERM" in str(summary["error_msg"])
+        # The verdict line (the container, left running, may write after it).
+        assert any(line.startswith("error\t") for line in output.splitlines())
+        # Not removed by the runner: prune removes it, its runner being gone.
+        assert listed(run_id) is not None
+    finally:
+        ssebench("runs", "remove", run_id)
+    assert listed(run_id) is None
+
+
+def test_runs_stop_leaves_the_container_in_place(tmp_path: Path) -> None:
+    """A run that is not kept, whose runner was killed: `runs stop` stops its container
+    and leaves it (exited, 143) until `runs remove`."""
+    run_id = new_run_id("stopin")
+    process = start_run(tmp_path, run_id)
+    try:
+        wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
+        process.kill()
+        process.wait()
+        assert ssebench("runs", "stop", run_id, "--grace", "10").returncode == 0
+        run = listed(run_id)
+        assert run is not None and run["state"] == "exited" and run["exit_code"] == 143
+    finally:
+        process.kill()
+        process.wait()
+        ssebench("runs", "remove", run_id)
+    assert listed(run_id) is None
+    assert archive_objects(run_id) == []

@@ -171,17 +171,28 @@ def test_sigkill_during_the_patch_copy_leaves_a_container_prune_removes(
     assert mine([run_id]) == [] and faults.left_on_disk() == []
 
 
-def test_a_second_signal_during_removal_still_records_the_run(faults: Faults) -> None:
+def test_a_second_signal_during_removal_ends_at_once_and_records_the_run(
+    faults: Faults,
+) -> None:
+    """ssebench exits without waiting for the slowed removal, the run is recorded, and
+    prune removes what the runner left."""
     run_id = new_run_id("rmsignal")
     runner = faults.start(run_id, slow="rm")
     wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
     runner.process.send_signal(signal.SIGTERM)
     wait_until(lambda: faults.entered("rm"), what="docker rm", seconds=120)
+    signalled = time.monotonic()
     runner.process.send_signal(signal.SIGINT)
     output = runner.ended()
+    assert time.monotonic() - signalled < SLOW_SECONDS  # not after the slowed docker rm
     assert runner.process.returncode == 128 + signal.SIGINT, output
     summary = json.loads((faults.run_dir(run_id) / "summary.json").read_text())
     assert summary["stopped"] is True and summary["exit_code"] == 143
+    # Ended while the archive was read out (its helper's docker rm): not read out
+    # whole, so no grade, whatever the run directory holds.
+    assert "ended by a second SIGINT" in summary["error_msg"]
+    time.sleep(SLOW_SECONDS)  # the orphaned docker rm ends
+    faults.prune()
     assert mine([run_id]) == [] and faults.left_on_disk() == []
 
 

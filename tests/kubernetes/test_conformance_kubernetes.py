@@ -16,13 +16,13 @@ pytestmark = pytest.mark.kubernetes
 
 
 class TestKubernetesBackend(PilotContract):
-    # prepare_images does not yet check that a prebuilt image exists (issue 17, point 4).
-    known_gaps: ClassVar[frozenset[str]] = frozenset({"prepare_images"})
+    known_gaps: ClassVar[frozenset[str]] = frozenset()
     run_timeout = 600.0
     task_dir = PILOT_DATASET / "py-semver-prerelease"
     prebuilt = True
     # Sidecar mode is refused on Kubernetes (spec): the suite checks that it is.
     modes: ClassVar[frozenset[Mode]] = frozenset({"sandbox"})
+    kept_runs_keep_running = True
     cluster: Cluster
 
     @pytest.fixture(autouse=True)

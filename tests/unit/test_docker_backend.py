@@ -93,7 +93,7 @@ def test_run_argv(tmp_path: Path) -> None:
     now = 1_700_000_000.0
     argv = run_argv(spec, name="ssebench-x", network="net", env_file="/dev/fd/9", now=now)
     assert argv[:4] == ["docker", "run", "--name", "ssebench-x"]
-    assert "--rm" in argv
+    assert "--rm" not in argv  # a stopped run stays until cleanup, runs remove or prune
     assert "--init" not in argv and "--detach" not in argv and "-d" not in argv
     assert argv[argv.index("--env-file") + 1] == "/dev/fd/9"
     assert argv[argv.index("--network") + 1] == "net"
@@ -112,7 +112,7 @@ def test_run_argv(tmp_path: Path) -> None:
     assert SENTINEL not in " ".join(argv)
 
 
-def test_kept_runs_are_not_removed_on_exit(tmp_path: Path) -> None:
+def test_no_run_is_removed_on_exit(tmp_path: Path) -> None:
     argv = run_argv(make_spec(tmp_path, keep=True), name="n", network="n", env_file="e", now=0)
     assert "--rm" not in argv
 

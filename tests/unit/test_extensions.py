@@ -114,7 +114,7 @@ def test_all_names_every_public_definition() -> None:
         for target in node.targets
         if isinstance(target, ast.Name)
     }
-    imported_errors = {"BackendError", "UserError", "ImageUnavailableError"}
+    imported_errors = {"BackendError", "UserError", "ImageUnavailableError", "ResultsGoneError"}
     public = {name for name in defined if not name.startswith("_")} | imported_errors
     assert public == set(extensions.__all__)
 

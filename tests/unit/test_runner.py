@@ -243,3 +243,63 @@ def test_whether_egress_is_enforced_is_said_and_recorded(
         assert len(warnings) == 1 and said in warnings[0], warnings
     # Asked (and said) before the run starts, so the operator can stop it.
     assert backend.calls.index("egress_enforced") < backend.calls.index("start")
+
+
+def test_results_gone_is_a_run_without_a_grade_not_a_failure(tmp_path: Path) -> None:
+    from ssebench.errors import ResultsGoneError
+
+    backend = RecordingBackend(
+        fail_in="collect_results", error=ResultsGoneError("The results of run-1 are gone")
+    )
+    run_dir, summary = run(backend, settings(tmp_path))  # returns: nothing is raised
+    assert summary["status"] == "error"
+    assert summary["error_msg"] == f"{NO_RESULT_MESSAGE} (The results of run-1 are gone)"
+    assert backend.calls[-1] == "cleanup"
+    assert read(run_dir / "result.json")["status"] == "error"
+
+
+@pytest.mark.parametrize("during", ["wait", "collect_results", "cleanup"])
+def test_an_abandoned_run_is_recorded_without_calling_the_backend_again(
+    tmp_path: Path, during: str
+) -> None:
+    """A second signal (RunAbandoned, raised where the main thread is): no cleanup
+    after it, and the run is recorded; its grade only if it was read out whole."""
+    import signal as signals
+
+    stop = StopRequest()
+
+    class Abandoning(RecordingBackend):
+        def _note(self, name: str) -> None:
+            self.calls.append(name)
+            if name == during:
+                stop.abandon(signals.SIGINT)  # as the second signal's handler does
+
+        def cleanup(self, handle: RunHandle) -> None:
+            self._note("cleanup")
+            super().cleanup(handle)
+
+    backend = Abandoning()
+    runner = Runner(backend, out=io.StringIO())
+    run_settings = settings(tmp_path, run_id=f"abandoned-{during}")
+    summary = runner.run(run_settings, runner.prepare(run_settings), stop).summary
+    assert backend.calls[-1] == during  # nothing after it
+    for left in backend.list_runs({"ssebench.run-id": run_settings.run_id}):
+        FakeBackend.cleanup(backend, left.handle)
+    assert summary["stopped"] is True
+    if during == "cleanup":
+        assert summary["status"] == "passed"  # read out whole before the signal
+    else:
+        assert summary["status"] == "error"
+        assert summary["error_msg"] == f"{NO_RESULT_MESSAGE} (ssebench ended by a second SIGINT)"
+
+
+def test_a_second_signal_while_recording_lets_the_recording_finish() -> None:
+    from ssebench.runner import RunAbandoned
+
+    stop = StopRequest()
+    with pytest.raises(RunAbandoned):
+        stop.abandon(2)
+    assert stop.exit_status == 130
+    stop.recording.set()
+    stop.abandon(15)  # no raise: the runner records, then the process exits
+    assert stop.exit_status == 143

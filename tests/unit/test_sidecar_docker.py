@@ -103,12 +103,12 @@ def test_the_two_containers(tmp_path: Path) -> None:
         f"type=bind,source={patch},target={REFERENCE_PATCH_TARGET},readonly",
     ]
     for argv in (environment, agent):
-        assert "--rm" in argv and words_after(argv, "--cap-drop") == ["ALL"]
+        assert "--rm" not in argv and words_after(argv, "--cap-drop") == ["ALL"]
         assert words_after(argv, "--security-opt") == ["no-new-privileges"]
         assert SENTINEL not in " ".join(argv)
 
 
-def test_kept_pairs_are_not_removed_on_exit(tmp_path: Path) -> None:
+def test_no_pair_is_removed_on_exit(tmp_path: Path) -> None:
     spec = sidecar_spec(tmp_path, keep=True)
     assert spec.sidecar is not None
     both = sidecar_argvs(spec, spec.sidecar, network="n", env_files=("e", "a"), now=0)
@@ -153,7 +153,7 @@ def test_start_wait_and_cleanup_of_a_pair(fake_docker: FakeDocker, tmp_path: Pat
         ["volume", "create", "--label", f"{labels.PAIR}={PAIR_ID}"],
         ["volume", "create", "--label", f"{labels.PAIR}={PAIR_ID}"],
         ["run", "--name", ENVIRONMENT, "--detach"],
-        ["run", "--name", AGENT, "--rm"],
+        ["run", "--name", AGENT, "--pull"],
     ]
     archive_create, *pair_creates = fake_docker.calls_of("volume", "create")
     assert archive_create[-1] == archive_volume_name(PAIR_ID)

@@ -15,7 +15,7 @@ from ssebench.errors import UserError
 from ssebench.extensions import Egress
 from ssebench.proxy import ModelAccessPlan, ModelSession, plan_model_access
 from ssebench.results import check_run_id, make_results_root, new_run_id
-from ssebench.runner import Runner, RunSettings, StopRequest, stop_on_signals
+from ssebench.runner import RunAbandoned, Runner, RunSettings, StopRequest, stop_on_signals
 from ssebench.tasks.dataset import resolve_dataset
 
 PREBUILT_VARIABLE = "SSEBENCH_PREBUILT"
@@ -117,7 +117,8 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--keep-container",
         action="store_true",
-        help="leave containers and volumes when the run ends",
+        help="leave containers and volumes when the run ends (on kubernetes the task "
+        "container also keeps running after grading, as with --keep-alive)",
     )
     parser.add_argument(
         "--keep-alive",
@@ -228,12 +229,22 @@ def run_command(arguments: argparse.Namespace) -> int:
             settings = dataclasses.replace(settings, model_env=session.env())
         with stop_on_signals(stop, sys.stderr):
             outcome = runner.run(settings, images, stop, model_session=session)
+    except RunAbandoned as abandoned:  # before the run had a directory to record in
+        if session is not None:
+            session.finish(runner.say)  # its key is revoked all the same
+        sys.stderr.flush()
+        os._exit(128 + abandoned.signum)
     finally:
         if session is not None:
             session.finish(runner.say)  # a no-op when the runner has finished it
     print(f"{outcome.status}\t{outcome.run_dir}")
     if stop.exit_status is not None:
-        return stop.exit_status  # killed by a second signal: recorded, and the process ends
+        # A second signal: recorded, and the process ends now. Not through the
+        # interpreter's shutdown, which the backend's threads (a Kubernetes run's
+        # output, still copied to stdout) can abort.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(stop.exit_status)
     if arguments.require_pass and outcome.status != "passed":
         return 1
     return 0

@@ -78,6 +78,8 @@ AGENT_OF_KIND: dict[ImageKind, str] = {"pass": "reference", "sleep": "sleeper"}
 CONFORMANCE_LABEL = "ssebench.conformance"
 SECRET_SENTINEL = "sse-sentinel-9f3c2b7d-do-not-print"
 EXEC_SECRET_NAME = "SSE_CONFORMANCE_SECRET"
+# What a kept run's container says once it waits to be stopped (docs/container-contract.md).
+KEPT_WAITING = "waiting to be stopped"
 CONTRACTS = (
     "pass_run",
     "results_in_dest",
@@ -135,6 +137,9 @@ class BackendContract:
     prebuilt: ClassVar[bool] = False
     # The modes the backend carries out; a sidecar run of one without it must be refused.
     modes: ClassVar[frozenset[Mode]] = frozenset({"sandbox", "sidecar"})
+    # Whether a kept run's container keeps running after grading until it is stopped
+    # (Kubernetes, where an exited container cannot be reached) or exits (Docker).
+    kept_runs_keep_running: ClassVar[bool] = False
 
     def make_backend(self) -> Backend:
         raise NotImplementedError
@@ -244,6 +249,19 @@ class BackendContract:
             for run in backend.list_runs({RUN_ID_LABEL: spec.run_id}):
                 backend.cleanup(run.handle)
 
+    def wait_for_kept(self, backend: Backend, handle: RunHandle) -> int:
+        """wait for a kept run that ends by itself; where kept runs keep running, it
+        first waits until the container says it waits to be stopped, and stops it."""
+        if self.kept_runs_keep_running:
+            deadline = time.monotonic() + self.run_timeout
+            while not any(KEPT_WAITING in line for line in backend.logs(handle)):
+                assert time.monotonic() < deadline, "the kept run never waited to be stopped"
+                time.sleep(1)
+            found = backend.inspect_run(handle.run_id)
+            assert found is not None and found.state == "running"
+            backend.stop(handle, 30)
+        return backend.wait(handle, self.run_timeout)
+
     def wait_until_running(self, backend: Backend, run_id: str, seconds: float = 60) -> None:
         """Until the run is running and its container has said something: a process that
         has printed has also had the time to set up its signal handling."""
@@ -347,7 +365,7 @@ class BackendContract:
             backend = self.make_backend()
             spec = self.make_spec(backend, "pass", tmp_path, keep=True)
             with self.started(backend, spec) as handle:
-                backend.wait(handle, self.run_timeout)
+                self.wait_for_kept(backend, handle)
                 lines = list(backend.logs(handle, follow=True))
                 assert lines, "no output"
                 assert all("\n" not in line for line in lines)
@@ -366,7 +384,7 @@ class BackendContract:
             backend = self.make_backend()
             spec = self.make_spec(backend, "pass", tmp_path, keep=True)
             with self.started(backend, spec) as handle:
-                backend.wait(handle, self.run_timeout)
+                assert self.wait_for_kept(backend, handle) == 0
                 backend.cleanup(handle)
                 kept = backend.list_runs({RUN_ID_LABEL: spec.run_id})
                 assert [run.state for run in kept] == ["exited"]

@@ -146,6 +146,15 @@ def test_kept_runs_have_no_time_to_live(tmp_path: Path) -> None:
     assert "ttlSecondsAfterFinished" not in job["spec"]
 
 
+def test_kept_runs_keep_their_task_container_running_after_grading(tmp_path: Path) -> None:
+    """The spec: the task container of a kept run keeps running after grading."""
+    for keep, expected in ((True, [{"name": "SSE_KEEP_ALIVE", "value": "1"}]), (False, [])):
+        secret, _, job = render(make_spec(tmp_path, keep=keep))
+        env = containers(job)[manifests.TASK_CONTAINER]["env"]
+        assert [variable for variable in env if "value" in variable] == expected
+        assert "SSE_KEEP_ALIVE" not in secret["data"]
+
+
 def test_settings_reach_the_job(tmp_path: Path) -> None:
     settings = KubernetesSettings(
         deadline_slack=60,

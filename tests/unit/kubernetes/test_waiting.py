@@ -4,6 +4,7 @@ of a run that never starts, with a clock that the waits move on."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -128,3 +129,43 @@ def test_stop_signals_once_and_paces_its_looks_until_the_container_exits(
     kubernetes.stop(handle, grace=20)
     assert signals == [("ns", "p", manifests.TASK_CONTAINER)]
     assert clock.sleeps == [1, 2, 4]
+
+
+def test_stop_waits_the_whole_grace_it_is_given_then_removes_the_job(
+    monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    """No cap: 45 s is 45 s (the runner's own Ctrl-C grace is Backend.stop_grace)."""
+    kubernetes = backend.KubernetesBackend()
+    monkeypatch.setattr(kubernetes, "_pod", lambda handle: pod("1"))  # never exits
+    monkeypatch.setattr(kubernetes, "_signal", lambda *where: None)
+    removed: list[str] = []
+    monkeypatch.setattr(
+        kubernetes, "_remove", lambda namespace, name, *a, **k: removed.append(name)
+    )
+    handle = RunHandle(
+        backend="kubernetes", run_id="r", name="ssebench-r", details={"namespace": "ns"}
+    )
+    started = clock.now
+    kubernetes.stop(handle, grace=45)
+    assert clock.now - started == 45 and removed == ["ssebench-r"]
+    assert kubernetes.stop_grace == 20
+
+
+def test_the_run_is_the_pod_it_started_in_not_a_replacement(
+    monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    """Its pod deleted (a replacement running beside it, as the Job controller of a
+    cluster before 1.26 makes one): wait reports it killed, and its results are gone."""
+    kubernetes = backend.KubernetesBackend()
+    monkeypatch.setattr(kubernetes, "_pod", lambda handle: pod("9"))  # the replacement
+    monkeypatch.setattr(kubernetes, "_run_pod", lambda handle: None)  # the run's, gone
+    monkeypatch.setattr(backend, "_drain_output", lambda namespace, name: None)
+    handle = RunHandle(
+        backend="kubernetes",
+        run_id="r",
+        name="ssebench-r",
+        details={"namespace": "ns", backend.POD_DETAIL: "p"},
+    )
+    assert kubernetes.wait(handle, 10) == backend.KILLED_STATUS
+    with pytest.raises(backend.ResultsGoneError, match="are gone"):
+        kubernetes.collect_results(handle, Path("/nonexistent"))

@@ -162,8 +162,8 @@ def docker_run_argv(
     argv = [DOCKER, "run", "--name", name]
     if detach:
         argv.append("--detach")
-    if not spec.keep:
-        argv.append("--rm")
+    # Never --rm: a stopped container stays (`runs stop` leaves it in place); the
+    # runner's cleanup, `runs remove` or prune removes it.
     # The image was prepared before the run; never reach for a registry here.
     argv += ["--pull", "never", "--env-file", env_file, "--network", network]
     argv += hardening_argv() + (limits or ResourceLimits.from_environment()).argv()

@@ -37,7 +37,7 @@ from ssebench.backends.kubernetes import (
     portforward,
 )
 from ssebench.backends.kubernetes.config import KubernetesSettings, is_label_key, is_label_value
-from ssebench.errors import BackendError, ImageUnavailableError, UserError
+from ssebench.errors import BackendError, ImageUnavailableError, ResultsGoneError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
     REFERENCE_PATCH_TARGET,
@@ -76,14 +76,16 @@ NO_CONTAINER_SECONDS = 600.0
 PULL_ERRORS = frozenset(
     {"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"}
 )
-# A task container that has not exited this long after its SIGTERM is deleted.
+# The grace ssebench run gives a run it stops (spec, "Stopping and cleaning up").
 STOP_GRACE_SECONDS = 20.0
-# What wait reports for a task container deleted with its Job: 128 + SIGKILL.
+# What wait reports for a task container deleted with its pod: 128 + SIGKILL.
 KILLED_STATUS = 137
 CLEANUP_WAIT_SECONDS = 30.0
 COPY_POD_SECONDS = 600
 LOG_DRAIN_SECONDS = 10.0
 KUBECTL = "kubectl"
+# The handle's detail that names the pod the run started in.
+POD_DETAIL = "pod"
 
 _log_threads: dict[str, threading.Thread] = {}
 _log_threads_lock = threading.Lock()
@@ -359,6 +361,7 @@ class KubernetesBackend(Backend):
     name = "kubernetes"
     builds_images = False
     supports_exec = True
+    stop_grace = STOP_GRACE_SECONDS
 
     def __init__(self, settings: KubernetesSettings | None = None) -> None:
         self._settings = settings
@@ -526,7 +529,14 @@ class KubernetesBackend(Backend):
                 self._remove(namespace, name, spec.run_id, created, wait=False)
             raise
         _start_output_thread(namespace, pod.metadata.name)
-        return handle
+        # The run is this pod: a pod the Job controller makes after it is deleted (as
+        # clusters before 1.26 do) runs the task again and is not the run.
+        return RunHandle(
+            backend=self.name,
+            run_id=spec.run_id,
+            name=name,
+            details={**handle.details, POD_DETAIL: str(pod.metadata.name)},
+        )
 
     def _reference_patch(self, spec: RunSpec) -> bytes | None:
         patch = None
@@ -598,6 +608,21 @@ class KubernetesBackend(Backend):
             pod for pod in pods if (pod.metadata.labels or {}).get("job-name") == handle.name
         )
 
+    def _run_pod(self, handle: RunHandle) -> Any | None:
+        """The pod the run started in (one GET), or, for a run found again by
+        list_runs, its newest pod; None once it is gone."""
+        pod = handle.details.get(POD_DETAIL)
+        if pod is None:
+            return self._pod(handle)
+        return _call(
+            f"Cannot read the pod {pod}",
+            _api().core.read_namespaced_pod,
+            pod,
+            self._namespace_of(handle),
+            missing_ok=True,
+            run_id=handle.run_id,
+        )
+
     def _job(self, handle: RunHandle) -> Any | None:
         return _call(
             f"Cannot read the Job {handle.name}",
@@ -614,7 +639,7 @@ class KubernetesBackend(Backend):
         seen = False
         pace = _Pace()
         while True:
-            pod = self._pod(handle)
+            pod = self._run_pod(handle)
             state, exit_code = _task_state(pod)
             if pod is not None and state == "exited" and exit_code is not None:
                 _drain_output(namespace, pod.metadata.name)
@@ -622,15 +647,16 @@ class KubernetesBackend(Backend):
             deleting = pod is not None and pod.metadata.deletion_timestamp is not None
             ended = pod is not None and pod.status and pod.status.phase in ("Failed", "Succeeded")
             seen = seen or pod is not None or f"{namespace}/{handle.name}" in _killed
+            if seen and (pod is None or deleting):
+                # Its pod deleted while it ran (a stop past its grace, runs remove,
+                # kubectl delete, the Job's deadline): killed, as docker rm --force
+                # ends a container. Its results went with the pod.
+                if pod is not None:
+                    _drain_output(namespace, pod.metadata.name)
+                return KILLED_STATUS
             if pod is None or deleting or ended:
                 job = self._job(handle)
                 if job is None or job.metadata.deletion_timestamp is not None:
-                    if seen:
-                        # Deleted while it ran (a stop past its grace, runs remove): killed,
-                        # as docker rm --force ends a container.
-                        if pod is not None:
-                            _drain_output(namespace, pod.metadata.name)
-                        return KILLED_STATUS
                     raise BackendError(
                         f"The run {handle.run_id} has no Job: it was removed",
                         backend=self.name,
@@ -717,10 +743,15 @@ class KubernetesBackend(Backend):
 
     def collect_results(self, handle: RunHandle, dest: Path) -> None:
         namespace = self._namespace_of(handle)
-        pod = self._pod(handle)
+        pod = self._run_pod(handle)
         collector = _container_status(pod, manifests.COLLECTOR_CONTAINER) if pod else None
-        if pod is None or collector is None or collector.state.running is None:
-            raise BackendError(
+        if (
+            pod is None
+            or pod.metadata.deletion_timestamp is not None
+            or collector is None
+            or collector.state.running is None
+        ):
+            raise ResultsGoneError(
                 f"The results of {handle.run_id} are gone: its pod or collector no longer runs",
                 backend=self.name,
                 run_id=handle.run_id,
@@ -760,14 +791,18 @@ class KubernetesBackend(Backend):
                 self._signal(namespace, pod_name, manifests.COLLECTOR_CONTAINER)
 
     def stop(self, handle: RunHandle, grace: float) -> None:
+        """SIGTERM to the task container, then up to grace seconds for it to exit; the
+        run stays in place. A container still running after the grace is deleted with
+        its Job: a pod deleted alone is replaced by the Job controller on clusters
+        before 1.26, and a container cannot be killed otherwise."""
         namespace = self._namespace_of(handle)
-        deadline = time.monotonic() + min(max(grace, 0.0), STOP_GRACE_SECONDS)
+        deadline = time.monotonic() + max(grace, 0.0)
         signalled = False
         pace = _Pace()
         while True:
-            pod = self._pod(handle)
+            pod = self._run_pod(handle)
             state, _ = _task_state(pod)
-            if state == "exited":
+            if state == "exited" or (pod is not None and pod.metadata.deletion_timestamp):
                 return
             if pod is None and self._job(handle) is None:
                 return  # nothing (left) to stop

@@ -37,6 +37,7 @@ REFERENCE_VOLUME = "reference"
 # mistaken for one of the environment's keys.
 REFERENCE_PATCH_KEY = "reference.patch"
 VOLUME_SIZE_LIMIT = "2Gi"
+KEEP_ALIVE_VARIABLE = "SSE_KEEP_ALIVE"
 # Entrypoint capabilities (same as Docker's): prepare and enter the users' directories,
 # become them, and clear their leftover processes.
 TASK_CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID", "KILL")
@@ -241,6 +242,10 @@ def job(
     env = [
         {"name": key, "valueFrom": {"secretKeyRef": {"name": name, "key": key}}} for key in spec.env
     ]
+    if spec.keep and KEEP_ALIVE_VARIABLE not in spec.env:
+        # A kept run's task container stays up after grading, as the spec says: an
+        # exited container cannot be reached (kubectl exec) on Kubernetes.
+        env.append({"name": KEEP_ALIVE_VARIABLE, "value": "1"})
     task_mounts: list[dict[str, Any]] = [
         {"name": RESULTS_VOLUME, "mountPath": RESULTS_TARGET},
         {"name": ARCHIVE_VOLUME, "mountPath": ARCHIVE_TARGET},
