@@ -128,7 +128,9 @@ def _push_images(registry: str, images_from: str, version: str) -> tuple[str, ..
             f"{', '.join(missing)} not in the local Docker store: build them with `ssebench "
             f"images build-services --registry {images_from} --tag {version}` first"
         )
-    publish.deliver([publish.Publication(local, name) for local, name in pairs], "push")
+    docker = images.docker_image_builder()
+    publications = [publish.Publication(local, name) for local, name in pairs]
+    publish.deliver(publications, "push", tag=docker.tag, push=docker.push)
     return tuple(name for _, name in pairs)
 
 

@@ -7,6 +7,7 @@ import json
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -50,18 +51,21 @@ def runs(*arguments: str) -> subprocess.CompletedProcess[str]:
     return ssebench("runs", *arguments, env=PODMAN, timeout=120)
 
 
-@pytest.fixture
-def kept_run(tmp_path: Path) -> Iterator[str]:
-    run_id = new_run_id("kept")
+@contextmanager
+def sleeper_run(
+    tmp_path: Path, name: str, *extra: str
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """A sleeper's run, once its agent has started; removed afterwards."""
+    run_id = new_run_id(name)
     arguments = run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, tmp_path)
-    process = start_ssebench(*arguments, "--keep-container", env=PODMAN, output=subprocess.DEVNULL)
+    process = start_ssebench(*arguments, *extra, env=PODMAN, output=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 300
         while "sleeper" not in runs("logs", run_id).stdout.lower():
             assert process.poll() is None, "the run ended before its agent started"
             assert time.monotonic() < deadline, "the sleeper did not start"
             time.sleep(1)
-        yield run_id
+        yield run_id, process
     finally:
         runs("remove", run_id)
         try:
@@ -69,6 +73,25 @@ def kept_run(tmp_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def kept_run(tmp_path: Path) -> Iterator[str]:
+    with sleeper_run(tmp_path, "kept", "--keep-container") as (run_id, _):
+        yield run_id
+
+
+def test_runs_stop_leaves_the_container_in_place(tmp_path: Path) -> None:
+    """A run that is not kept, whose runner was killed: `runs stop` stops its container
+    and leaves it (exited, 143) until `runs remove` (the contract's table)."""
+    with sleeper_run(tmp_path, "stopin") as (run_id, process):
+        process.kill()
+        process.wait()
+        assert runs("stop", run_id, "--grace", "10").returncode == 0
+        stopped = json.loads(runs("inspect", run_id, "--json").stdout)
+        assert stopped["state"] == "exited" and stopped["exit_code"] == 143
+    assert runs("inspect", run_id).returncode == 3
+    assert not [item for item in leftovers() if run_id in item]
 
 
 def test_runs_commands_on_a_podman_run(kept_run: str) -> None:

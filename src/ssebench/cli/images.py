@@ -24,18 +24,12 @@ def add_image_backend_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", default="docker", help=BACKEND_HELP)
 
 
-def image_builder(backend_name: str, *, quiet: bool = False) -> ImageBuilder:
+def image_builder(backend_name: str) -> ImageBuilder:
     """The ImageBuilder of the backend so named. Raises UserError for a backend that
     does not build images."""
-    from ssebench import images
     from ssebench.backends import load_backend
 
-    backend = load_backend(backend_name)
-    builder = backend.image_builder()
-    if builder is None and backend_name == "docker":
-        # The Docker backend's own image_builder() is to come with its split into a
-        # package (backends/docker); until then, the same builder from here.
-        builder = images.docker_image_builder(images.BuildOutput(quiet=quiet))
+    builder = load_backend(backend_name).image_builder()
     if builder is None:
         raise UserError(
             f"The backend {backend_name!r} does not build images; build with one that "
@@ -148,7 +142,7 @@ def publish_command(arguments: argparse.Namespace) -> int:
         raise UserError("images publish builds the tasks' images: it needs --local, not --catalog")
     if arguments.platform and not arguments.platform.startswith("linux/"):
         raise UserError("--platform must look like linux/<arch>, e.g. linux/amd64")
-    builder = image_builder(arguments.backend, quiet=arguments.json)
+    builder = image_builder(arguments.backend)
     if arguments.load == "kind" and builder.store != "Docker":
         raise UserError(
             f"--load kind loads images from Docker's store, not from {builder.store}'s: "

@@ -13,7 +13,7 @@ import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ssebench import images
 from ssebench.backends.docker import archive, cleanup, listing
@@ -69,9 +69,11 @@ from ssebench.extensions import (
     RunInfo,
     RunSpec,
     SidecarPair,
-    cli_exec_argv,
 )
 from ssebench.images import DOCKER, failure_reason, run_docker
+
+if TYPE_CHECKING:
+    from ssebench.image_layers import ImageBuilder
 
 __all__ = ["DockerBackend"]
 
@@ -89,6 +91,7 @@ class DockerBackend(Backend):
     name = "docker"
     builds_images = True
     supports_exec = True
+    exec_program = DOCKER
 
     def __init__(self, network: str | None = None, *, quiet_builds: bool = False) -> None:
         self.network = network
@@ -106,6 +109,9 @@ class DockerBackend(Backend):
         return image_layers.build_images(
             request, build=images.docker_builder(output), image_labels=images.docker_image_labels
         )
+
+    def image_builder(self) -> ImageBuilder:
+        return images.docker_image_builder(images.BuildOutput(quiet=self.quiet_builds))
 
     def copy_from_image(
         self,
@@ -493,30 +499,9 @@ class DockerBackend(Backend):
             run_id=handle.run_id,
         )
 
-    def exec_argv(
-        self,
-        handle: RunHandle,
-        command: Sequence[str],
-        *,
-        user: str | None = None,
-        workdir: str | None = None,
-        tty: bool = False,
-        stdin: bool = False,
-        env_names: Sequence[str] = (),
-    ) -> list[str]:
+    def exec_container(self, handle: RunHandle) -> str:
         # Sidecar: the environment container, which has the task, the tree and the daemon.
-        return cli_exec_argv(
-            DOCKER,
-            handle.details.get(ENVIRONMENT_DETAIL, handle.name),
-            command,
-            user=user,
-            workdir=workdir,
-            tty=tty,
-            stdin=stdin,
-            env_names=env_names,
-            backend=self.name,
-            run_id=handle.run_id,
-        )
+        return handle.details.get(ENVIRONMENT_DETAIL, handle.name)
 
 
 def _not_ended(handle: RunHandle, timeout: float | None) -> TimeoutError:

@@ -152,9 +152,9 @@ class PodmanBackend(Backend):
         detach: bool = False,
     ) -> tuple[list[str], dict[str, str]]:
         env_argv, environment = env_by_name(env)
+        # Never --rm: a stopped container stays (`runs stop` leaves it in place); the
+        # runner's cleanup, `runs remove` or prune removes it.
         argv = [PODMAN, "run", "--name", name, *(["--detach"] if detach else [])]
-        if not spec.keep:
-            argv.append("--rm")
         argv += ["--pull=never", "--network", network, *hardening_argv(), *env_argv]
         if spec.platform:
             argv += ["--platform", spec.platform]
