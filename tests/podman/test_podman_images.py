@@ -78,12 +78,10 @@ def test_publish_load_local_then_a_prebuilt_run(published: list[str], tmp_path: 
     (name,) = output["images"]
     assert output["target"] == "local"
     assert name.startswith(f"{REGISTRY}/agent-reference/{TASK}:")
-    # The published name is the image the local build made, in Podman's store.
-    (built,) = [
-        line
-        for line in podman_lines("images", "--format", "{{.Repository}}:{{.Tag}}")
-        if line.startswith(f"localhost/ssebench/agent-reference/{TASK}:")
-    ]
+    # The published name is the image the local build made, in Podman's store, under
+    # the same version (older versions of it may be there too).
+    built = f"localhost/ssebench/agent-reference/{TASK}:{name.rsplit(':', 1)[1]}"
+    assert built in podman_lines("images", "--format", "{{.Repository}}:{{.Tag}}")
     assert image_id(name) == image_id(built)
     arguments = run_arguments(PILOT_DATASET, TASK, "reference", new_run_id("pre"), tmp_path)
     run = ssebench(
