@@ -29,7 +29,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("doctor", "doctor", "check what runs need on this machine"),
     ("webui", "webui", "watch, read, launch and reach runs in a browser"),
     ("proxy", "proxy", "the local LiteLLM proxy stack"),
-    ("images", "images", "publish prebuilt images; build service images"),
+    ("images", "images", "publish prebuilt images; build service images; publish the chart"),
 )
 
 
