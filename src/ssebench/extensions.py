@@ -32,6 +32,7 @@ __all__ = [
     "LISTED_RUNS",
     "MODEL_LABEL",
     "PAIR_LABEL",
+    "PARALLEL_RUNS_VARIABLE",
     "REFERENCE_PATCH_TARGET",
     "REFERENCE_RUN_LABEL",
     "RESULTS_LABEL",
@@ -116,6 +117,11 @@ RESULTS_OWNER_LABEL = "ssebench.results-owner"
 # root's while it runs). A backend whose containers map IDs (rootless Podman: this
 # user is the container's root) rewrites it.
 RESULTS_OWNER_VARIABLE = "SSE_RESULTS_OWNER"
+# In the runner's environment: how many runs it runs at once (`ssebench eval` sets it to
+# --jobs; a user who starts several `ssebench run` side by side may set it). A backend
+# may size a run's default CPU limit by it, so that parallel runs do not oversubscribe
+# the machine (the Docker backend does: docs/docker.md).
+PARALLEL_RUNS_VARIABLE = "SSEBENCH_PARALLEL_RUNS"
 
 # What `ssebench runs list` asks list_runs for.
 LISTED_RUNS = {WEBUI_LABEL: "true"}

@@ -31,8 +31,8 @@ and ensure_layers builds it (when not current) just before the layer that uses i
 
 Prebuilt images (--prebuilt) are named by extensions.prebuilt_images only and pulled.
 
-This module also holds the few helpers that call the docker CLI and turn "the daemon
-cannot be reached" into one clear UserError; the Docker backend uses them too.
+The helpers that call the docker CLI (run_docker, failure_reason, ...) are in
+docker_cli.py and re-exported here.
 """
 
 from __future__ import annotations
@@ -54,8 +54,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TextIO, TypeVar
 
 from ssebench.agents import Agent, read_agent
+from ssebench.docker_cli import (
+    DOCKER,
+    docker_missing,
+    docker_unreachable,
+    failure_reason,
+    raise_if_unreachable,
+    run_docker,
+)
 from ssebench.errors import ImageUnavailableError, UserError
-from ssebench.extensions import ImageRequest, Images, cli_failure, prebuilt_images, run_cli
+from ssebench.extensions import ImageRequest, Images, prebuilt_images
 from ssebench.runtime import __version__ as RUNTIME_VERSION
 from ssebench.scratch import scratch_folder
 from ssebench.tasks.model import HIDDEN_FOLDER, REFERENCE_PATCH, SOURCE_FOLDER, Task, load_task
@@ -65,6 +73,7 @@ if TYPE_CHECKING:  # the public view of a Layer (image_layers is built on this m
 
 __all__ = [
     "DIGEST_LABEL",
+    "DOCKER",
     "BuildOutput",
     "Layer",
     "agent_install_layer",
@@ -74,13 +83,16 @@ __all__ = [
     "build_layer",
     "buildx_available",
     "case_layer",
+    "docker_missing",
     "docker_unreachable",
     "ensure_layers",
     "environment_layer",
+    "failure_reason",
     "labels_from_json",
     "layer_is_current",
     "prepare_images",
     "pull_image",
+    "raise_if_unreachable",
     "run_build",
     "run_docker",
     "run_layers",
@@ -88,7 +100,6 @@ __all__ = [
     "tool_layer",
 ]
 
-DOCKER = "docker"
 PACKAGE_DIR = Path(__file__).parent
 DOCKERFILES = PACKAGE_DIR / "dockerfiles"
 RUNTIME_SOURCE = PACKAGE_DIR / "runtime"
@@ -114,53 +125,6 @@ EMPTY_INSTALL_VERSION = "1"
 # Docker's reference grammar, one path component and a tag.
 _NAME_COMPONENT = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-_UNREACHABLE_MARKERS = (
-    "Cannot connect to the Docker daemon",
-    "error during connect",
-    "while trying to connect to the Docker daemon",
-)
-
-
-# --- the docker CLI ---------------------------------------------------------------
-
-
-def docker_unreachable(reason: str) -> UserError:
-    """The one-line error for a docker CLI that is missing or cannot reach its daemon."""
-    reason = reason.strip().removeprefix("docker: ")
-    end = " " if reason.endswith((".", "?", "!")) else ". "
-    return UserError(
-        f"Docker is not reachable: {reason}{end}Start the Docker daemon "
-        "(sudo dockerd, or systemctl start docker) or set DOCKER_HOST."
-    )
-
-
-def raise_if_unreachable(output: str) -> None:
-    """Raise docker_unreachable when the output of a failed docker call says so.
-
-    The real call's error is read instead of asking `docker info` before every call.
-    """
-    for line in output.splitlines():
-        if any(marker in line for marker in _UNREACHABLE_MARKERS):
-            raise docker_unreachable(line)
-
-
-def docker_missing() -> UserError:
-    return docker_unreachable("the docker command is not installed (not on PATH)")
-
-
-def run_docker(
-    args: Sequence[str], *, timeout: float | None = None, pass_fds: Sequence[int] = ()
-) -> subprocess.CompletedProcess[str]:
-    """Run `docker ARGS` with its output captured, and return it whatever its status.
-    pass_fds: descriptors docker inherits (an env file that is a pipe).
-
-    Raises UserError when docker is missing or its daemon unreachable; every other
-    failure is the caller's to interpret (failure_reason gives its one-line reason).
-    """
-    completed = run_cli([DOCKER, *args], missing=docker_missing, timeout=timeout, pass_fds=pass_fds)
-    if completed.returncode != 0:
-        raise_if_unreachable(completed.stderr)
-    return completed
 
 
 # A CA bundle that a build's pip or npm needs to reach the package registries on some
@@ -184,11 +148,6 @@ def add_build_ca(context: Path) -> None:
     bundle = os.environ.get(BUILD_CA_VARIABLE) or os.environ.get("PIP_CERT")
     if bundle and Path(bundle).is_file():
         shutil.copyfile(bundle, context / "build-ca" / "ca-bundle.crt")
-
-
-def failure_reason(completed: subprocess.CompletedProcess[str]) -> str:
-    """The last line docker wrote to stderr: the one that says what went wrong."""
-    return cli_failure(completed)
 
 
 def image_exists(image: str) -> bool:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.backends.docker.containers import default_cpus
+from ssebench.extensions import PARALLEL_RUNS_VARIABLE
 from tests.cli import run_arguments, signal_twice, sleeper_started, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import (
@@ -288,3 +290,27 @@ def test_runs_stop_leaves_the_container_in_place(tmp_path: Path) -> None:
         ssebench("runs", "remove", run_id)
     assert listed(run_id) is None
     assert archive_objects(run_id) == []
+
+
+def test_the_cpu_limit_is_the_runs_share_at_parallel_runs(tmp_path: Path) -> None:
+    """SSEBENCH_PARALLEL_RUNS (what `eval --jobs` sets) divides the machine's cores
+    among the runs: the container's --cpus is its share (docs/docker.md)."""
+    run_id = new_run_id("cpus")
+    process = start_run(
+        tmp_path,
+        run_id,
+        "--keep-container",
+        env={PARALLEL_RUNS_VARIABLE: "2", "SSEBENCH_DOCKER_CPUS": ""},
+    )
+    try:
+        wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
+        run = listed(run_id)
+        assert run is not None
+        name = str(run["name"])
+        nano_cpus = docker_lines("inspect", "--format", "{{.HostConfig.NanoCpus}}", name)
+        expected = float(default_cpus(os.cpu_count(), 2))
+        assert nano_cpus == [str(int(expected * 1e9))]
+    finally:
+        ssebench("runs", "remove", run_id)
+        process.kill()
+        process.wait()

@@ -5,6 +5,7 @@ its own, and none imports the kubernetes client, Starlette or YAML before it nee
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -13,6 +14,23 @@ import pytest
 from ssebench.cli.main import COMMANDS, build_parser
 
 HEAVY = ("kubernetes", "starlette", "uvicorn", "yaml", "urllib.request", "http.client")
+# What listing runs does not need: the image builds, the Docker backend's run, archive,
+# clean-up and network modules (and through them the proxy's), tar extraction.
+NOT_FOR_LISTING = (
+    "ssebench.images",
+    "ssebench.image_layers",
+    "ssebench.backends.docker.archive",
+    "ssebench.backends.docker.children",
+    "ssebench.backends.docker.cleanup",
+    "ssebench.backends.docker.containers",
+    "ssebench.backends.docker.logs",
+    "ssebench.backends.docker.network",
+    "ssebench.backends.docker.firewall",
+    "ssebench.proxy",
+    "ssebench.safe_tar",
+    "ssebench.tasks",
+    "ssebench.agents",
+)
 
 
 def loaded_after(words: list[str]) -> set[str]:
@@ -56,3 +74,36 @@ def test_a_command_imports_its_module_only_and_nothing_heavy(words: list[str]) -
     assert f"ssebench.cli.{words[0]}" in loaded
     assert "ssebench.cli.webui" not in loaded
     assert not [name for name in loaded if name in HEAVY or name.split(".")[0] in HEAVY]
+
+
+@pytest.mark.parametrize("words", [["runs", "list", "--json"], ["runs", "inspect", "some-id"]])
+def test_listing_runs_imports_only_what_listing_needs(words: list[str]) -> None:
+    # The backend is loaded as `runs list` loads it, and lists from a daemon that is not
+    # there (the Engine API, then the docker CLI's fallback, both fail): every import of
+    # the listing path has happened by then, which is what is counted.
+    script = (
+        "import json, sys\n"
+        "from ssebench.backends import load_backend\n"
+        "from ssebench.cli.main import build_parser\n"
+        "from ssebench.errors import SsebenchError\n"
+        f"build_parser({words!r})\n"
+        "try:\n"
+        "    load_backend('docker').list_runs({'ssebench.run-id': 'x'})\n"
+        "except SsebenchError:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    environment = {**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=environment
+    )
+    loaded = set(json.loads(done.stdout))
+    assert "ssebench.backends.docker.listing" in loaded
+    assert not [name for name in loaded if name.startswith(NOT_FOR_LISTING)]
+
+
+def test_the_docker_backend_still_reaches_what_it_defers() -> None:
+    from ssebench.backends.docker import backend
+
+    assert backend.images.DOCKER == "docker"
+    assert callable(backend.children.remember) and callable(backend.archive.remove_archive)

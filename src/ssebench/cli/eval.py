@@ -37,6 +37,7 @@ from ssebench.evaluation import (
     default_jobs,
     stop_on_signals,
 )
+from ssebench.extensions import PARALLEL_RUNS_VARIABLE
 from ssebench.proxy import ModelAccessPlan, plan_model_access
 from ssebench.reports.tables import percent
 from ssebench.results import check_run_id, make_results_root, new_run_id, write_json
@@ -280,6 +281,21 @@ def output_into(log: Path) -> Iterator[tuple[TextIO, TextIO]]:
             os.close(number)
 
 
+@contextlib.contextmanager
+def runs_at_once(jobs: int) -> Iterator[None]:
+    """$SSEBENCH_PARALLEL_RUNS is jobs while the evaluation runs: the backend sizes each
+    run's default CPU limit by it, so that jobs runs do not oversubscribe the machine."""
+    before = os.environ.get(PARALLEL_RUNS_VARIABLE)
+    os.environ[PARALLEL_RUNS_VARIABLE] = str(jobs)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(PARALLEL_RUNS_VARIABLE, None)
+        else:
+            os.environ[PARALLEL_RUNS_VARIABLE] = before
+
+
 def eval_command(arguments: argparse.Namespace) -> int:
     backend_name = selected_backend_name(arguments.backend)
     backend = load_backend(backend_name)
@@ -333,7 +349,7 @@ def eval_command(arguments: argparse.Namespace) -> int:
     def settings_for(run: TaskRun) -> RunSettings:
         return dataclasses.replace(bases[run.entry], task=run.task, run_id=run_ids.new())
 
-    with output_into(log_path) as (terminal_out, terminal_err):
+    with runs_at_once(jobs), output_into(log_path) as (terminal_out, terminal_err):
         log = sys.stderr
         evaluation = Evaluation(
             backend,

@@ -15,35 +15,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ssebench import images
-from ssebench.backends.docker import archive, cleanup, listing
-from ssebench.backends.docker import network as docker_network
-from ssebench.backends.docker.archive import create_archive_volume, remove_archive
-from ssebench.backends.docker.children import (
-    discard,
-    discard_network,
-    end_follower,
-    end_process,
-    follow_output,
-    forget,
-    own_process,
-    remember,
-)
-from ssebench.backends.docker.cleanup import remove_pair, remove_run
+from ssebench.backends.docker import listing
 from ssebench.backends.docker.commands import (
     CREATE_TIMEOUT_SECONDS,
     container_exists,
     is_gone,
     remove_container,
 )
-from ssebench.backends.docker.containers import (
-    env_pipe,
-    owner_details,
-    owner_labels,
-    run_argv,
-    sidecar_argvs,
-)
-from ssebench.backends.docker.logs import container_logs, pair_logs
 from ssebench.backends.docker.names import (
     ARCHIVE_DETAIL,
     ENVIRONMENT_DETAIL,
@@ -52,6 +30,7 @@ from ssebench.backends.docker.names import (
     agent_container_name,
     container_name,
 )
+from ssebench.docker_cli import DOCKER, failure_reason, run_docker
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
     DEADLINE_LABEL,
@@ -70,10 +49,24 @@ from ssebench.extensions import (
     RunSpec,
     SidecarPair,
 )
-from ssebench.images import DOCKER, failure_reason, run_docker
+from ssebench.lazy_modules import LazyModule
 
 if TYPE_CHECKING:
+    from ssebench import images
+    from ssebench.backends.docker import archive, children, cleanup, containers, logs
+    from ssebench.backends.docker import network as docker_network
     from ssebench.image_layers import ImageBuilder
+else:
+    # Imported on first use: `ssebench runs list` and `runs inspect` need only listing,
+    # and these (image builds, the proxy's network, tar extraction) would double their
+    # start-up (docs/performance.md, "Start-up").
+    images = LazyModule("ssebench.images")
+    archive = LazyModule("ssebench.backends.docker.archive")
+    children = LazyModule("ssebench.backends.docker.children")
+    cleanup = LazyModule("ssebench.backends.docker.cleanup")
+    containers = LazyModule("ssebench.backends.docker.containers")
+    logs = LazyModule("ssebench.backends.docker.logs")
+    docker_network = LazyModule("ssebench.backends.docker.network")
 
 __all__ = ["DockerBackend"]
 
@@ -165,7 +158,7 @@ class DockerBackend(Backend):
             run_id=spec.run_id,
             open_egress=spec.network.egress == "open",
             needs_proxy=docker_network.needs_proxy(spec.env),
-            labels=owner_labels(spec, time.time()),
+            labels=containers.owner_labels(spec, time.time()),
         )
         return docker_network.create(network)
 
@@ -174,7 +167,7 @@ class DockerBackend(Backend):
             raise UserError("A sidecar run needs its RunSpec.sidecar (the environment container)")
         # The archive goes to a volume of the run's own, whatever spec.archive names: the
         # host gets it through collect_results' safe copy only.
-        volume = create_archive_volume(spec)
+        volume = archive.create_archive_volume(spec)
         spec = dataclasses.replace(
             spec, archive=Mount(target=spec.archive.target, source=volume, kind="volume")
         )
@@ -185,7 +178,7 @@ class DockerBackend(Backend):
                 handle = self._start_single(spec)
         except BaseException:
             with contextlib.suppress(UserError, OSError, BackendError):
-                remove_archive(spec.run_id)
+                archive.remove_archive(spec.run_id)
             raise
         details = {**handle.details, ARCHIVE_DETAIL: volume, IMAGE_DETAIL: spec.image}
         return dataclasses.replace(handle, details=details)
@@ -193,10 +186,10 @@ class DockerBackend(Backend):
     def _start_single(self, spec: RunSpec) -> RunHandle:
         name = container_name(spec.run_id)
         process: subprocess.Popen[bytes] | None = None
-        with env_pipe(spec.env) as (env_file, env_descriptor):
+        with containers.env_pipe(spec.env) as (env_file, env_descriptor):
             try:
                 network = self._run_network(spec)
-                argv = run_argv(
+                argv = containers.run_argv(
                     spec, name=name, network=network, env_file=env_file, now=time.time()
                 )
                 try:
@@ -212,10 +205,10 @@ class DockerBackend(Backend):
                     raise images.docker_missing() from None
                 self._wait_until_created(process, name, spec.run_id)
             except BaseException:
-                discard(process, name)
-                discard_network(spec.run_id)
+                children.discard(process, name)
+                children.discard_network(spec.run_id)
                 raise
-        remember(name, process)
+        children.remember(name, process)
         return RunHandle(
             backend=self.name,
             run_id=spec.run_id,
@@ -224,7 +217,7 @@ class DockerBackend(Backend):
                 "pid": str(process.pid),
                 "keep": str(spec.keep).lower(),
                 "network": network,
-                **owner_details(spec),
+                **containers.owner_details(spec),
             },
         )
 
@@ -235,12 +228,12 @@ class DockerBackend(Backend):
         agent_name = agent_container_name(pair.run_id)
         process: subprocess.Popen[bytes] | None = None
         with (
-            env_pipe({**pair.shared_env(), **pair.environment_env()}) as environment_env,
-            env_pipe({**spec.env, **pair.shared_env()}) as agent_env,
+            containers.env_pipe({**pair.shared_env(), **pair.environment_env()}) as environment_env,
+            containers.env_pipe({**spec.env, **pair.shared_env()}) as agent_env,
         ):
             try:
                 network = self._run_network(spec)
-                environment_argv, agent_argv = sidecar_argvs(
+                environment_argv, agent_argv = containers.sidecar_argvs(
                     spec,
                     pair,
                     network=network,
@@ -250,7 +243,7 @@ class DockerBackend(Backend):
                 # The runner's labels: a runner killed before the environment container
                 # exists leaves volumes that prune removes (remove_abandoned).
                 volume_labels = {
-                    **owner_labels(spec, time.time()),
+                    **containers.owner_labels(spec, time.time()),
                     KEEP_LABEL: str(spec.keep).lower(),
                 }
                 for volume in pair.volumes:
@@ -261,7 +254,7 @@ class DockerBackend(Backend):
                     spec.run_id,
                     pass_fds=(environment_env[1],),
                 )
-                follow_output(environment_name)
+                children.follow_output(environment_name)
                 try:
                     process = subprocess.Popen(
                         agent_argv,
@@ -274,12 +267,12 @@ class DockerBackend(Backend):
                 self._wait_until_created(process, agent_name, spec.run_id)
             except BaseException:
                 if process is not None:
-                    end_process(process)
+                    children.end_process(process)
                 with contextlib.suppress(UserError, OSError, BackendError):
-                    remove_pair(pair.run_id)
-                discard_network(spec.run_id)
+                    cleanup.remove_pair(pair.run_id)
+                children.discard_network(spec.run_id)
                 raise
-        remember(agent_name, process)
+        children.remember(agent_name, process)
         return RunHandle(
             backend=self.name,
             run_id=spec.run_id,
@@ -290,7 +283,7 @@ class DockerBackend(Backend):
                 "network": network,
                 PAIR_DETAIL: pair.run_id,
                 ENVIRONMENT_DETAIL: environment_name,
-                **owner_details(spec),
+                **containers.owner_details(spec),
             },
         )
 
@@ -370,11 +363,11 @@ class DockerBackend(Backend):
             if container_exists(environment):
                 raise
             # Gone already: it exited and docker removed it (--rm).
-        end_follower(environment)
+        children.end_follower(environment)
         return status
 
     def _wait_container(self, handle: RunHandle, timeout: float | None) -> int:
-        process = own_process(handle)
+        process = children.own_process(handle)
         if process is not None:
             try:
                 status = process.wait(timeout)
@@ -383,7 +376,7 @@ class DockerBackend(Backend):
             # A negative status: docker run itself was killed, not the container,
             # which the daemon may still be running.
             if status >= 0:
-                forget(handle.name)
+                children.forget(handle.name)
                 return status
         return self._docker_wait(handle, timeout)
 
@@ -413,8 +406,8 @@ class DockerBackend(Backend):
     def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
         environment = handle.details.get(ENVIRONMENT_DETAIL)
         if environment is None:
-            return container_logs(handle.name, handle.run_id, follow)
-        return pair_logs(handle.run_id, (environment, handle.name), follow)
+            return logs.container_logs(handle.name, handle.run_id, follow)
+        return logs.pair_logs(handle.run_id, (environment, handle.name), follow)
 
     def stop(self, handle: RunHandle, grace: float) -> None:
         self._stop_container(handle, grace)
@@ -437,7 +430,7 @@ class DockerBackend(Backend):
                 run_id=handle.run_id,
             )
         # No container (yet): end a docker run of ours that has not created it.
-        process = own_process(handle)
+        process = children.own_process(handle)
         if process is not None and process.poll() is None:
             process.terminate()
 
@@ -445,9 +438,9 @@ class DockerBackend(Backend):
         if handle.details.get("keep") == "true":
             return
         try:
-            remove_run(handle)
+            cleanup.remove_run(handle)
         finally:
-            remove_archive(handle.run_id)
+            archive.remove_archive(handle.run_id)
 
     def egress_enforced(self, image: str) -> bool | None:
         # Restricted runs are on an internal network, which dockerd itself enforces;

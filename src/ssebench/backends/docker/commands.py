@@ -9,7 +9,7 @@ import time
 from urllib.parse import quote
 
 from ssebench.backends.docker import engine
-from ssebench.images import failure_reason, run_docker
+from ssebench.docker_cli import failure_reason, run_docker
 
 # Creating a container is quick; this bounds a daemon that hangs.
 CREATE_TIMEOUT_SECONDS = 300.0

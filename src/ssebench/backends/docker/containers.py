@@ -17,11 +17,13 @@ from ssebench.backends.docker.names import (
     agent_container_name,
     container_name,
 )
+from ssebench.docker_cli import DOCKER
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
     DEADLINE_LABEL,
     KEEP_LABEL,
     PAIR_LABEL,
+    PARALLEL_RUNS_VARIABLE,
     RESULTS_OWNER_LABEL,
     RUNNER_HOST_LABEL,
     RUNNER_PID_LABEL,
@@ -29,7 +31,6 @@ from ssebench.extensions import (
     RunSpec,
     SidecarPair,
 )
-from ssebench.images import DOCKER
 
 # The container enforces the run's timeout itself; past this margin a janitor may
 # treat a container whose runner died as abandoned.
@@ -118,7 +119,7 @@ class ResourceLimits:
 
     @classmethod
     def from_environment(cls) -> ResourceLimits:
-        cpus = os.environ.get(CPUS_VARIABLE) or str(min(DEFAULT_CPUS, os.cpu_count() or 1))
+        cpus = os.environ.get(CPUS_VARIABLE) or default_cpus(os.cpu_count(), parallel_runs())
         pids = os.environ.get(PIDS_VARIABLE) or str(DEFAULT_PIDS)
         if not pids.isdigit() or int(pids) < 1:
             raise UserError(f"{PIDS_VARIABLE} must be a positive number of processes")
@@ -135,6 +136,27 @@ class ResourceLimits:
             "--pids-limit",
             str(self.pids),
         ]
+
+
+def parallel_runs() -> int:
+    """$SSEBENCH_PARALLEL_RUNS, else 1. Raises UserError for a value that is not a
+    positive whole number."""
+    value = os.environ.get(PARALLEL_RUNS_VARIABLE) or "1"
+    if not value.isdigit() or int(value) < 1:
+        raise UserError(
+            f"{PARALLEL_RUNS_VARIABLE} must be a positive whole number of runs, such as 2; "
+            f"it is {value!r}"
+        )
+    return int(value)
+
+
+def default_cpus(cores: int | None, runs_at_once: int) -> str:
+    """A run's --cpus when SSEBENCH_DOCKER_CPUS is not set: its share of the machine's
+    cores when runs_at_once run together, so that `eval --jobs N` does not give N runs
+    more CPUs than the machine has; at least one CPU (a run is never starved below one
+    core), at most DEFAULT_CPUS (one run does not take a large machine)."""
+    share = (cores or 1) / max(1, runs_at_once)
+    return f"{round(min(float(DEFAULT_CPUS), max(1.0, share)), 2):g}"
 
 
 def hardening_argv() -> list[str]:

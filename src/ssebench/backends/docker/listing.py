@@ -18,6 +18,7 @@ from ssebench.backends.docker.names import (
     RESULTS_DETAIL,
     agent_container_name,
 )
+from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import BackendError
 from ssebench.extensions import (
     PAIR_LABEL,
@@ -28,7 +29,6 @@ from ssebench.extensions import (
     RunInfo,
     RunState,
 )
-from ssebench.images import failure_reason, run_docker
 
 _STATES: dict[str, RunState] = {
     "created": "created",
