@@ -141,7 +141,8 @@ class RecordingApi:
         return call
 
 
-def fake_api(monkeypatch: pytest.MonkeyPatch, api: RecordingApi) -> None:
+def install_api(monkeypatch: pytest.MonkeyPatch, api: Any) -> None:
+    """api as the backend's client: core, batch and networking at once; no exec."""
     fake = backend._Api(
         core=api,
         batch=api,
@@ -151,6 +152,10 @@ def fake_api(monkeypatch: pytest.MonkeyPatch, api: RecordingApi) -> None:
         private_core=lambda: api,
     )
     monkeypatch.setattr(backend, "_api", lambda: fake)
+
+
+def fake_api(monkeypatch: pytest.MonkeyPatch, api: RecordingApi) -> None:
+    install_api(monkeypatch, api)
     monkeypatch.setattr(
         KubernetesBackend,
         "_wait_until_started",

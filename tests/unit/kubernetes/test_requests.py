@@ -17,6 +17,7 @@ from ssebench.backends.kubernetes import backend, manifests
 from ssebench.backends.kubernetes.backend import KubernetesBackend
 from ssebench.backends.kubernetes.config import KubernetesSettings
 from ssebench.errors import BackendError, ResultsGoneError
+from tests.unit.kubernetes.test_backend import install_api
 from tests.unit.kubernetes.test_manifests import RUN_ID, make_spec
 
 POD = "ssebench-run-1-abcde"
@@ -96,15 +97,7 @@ class RecordingApi:
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch) -> RecordingApi:
     api = RecordingApi()
-    fake = backend._Api(
-        core=api,
-        batch=api,
-        networking=api,
-        stream=lambda *a, **k: None,
-        api_exception=LookupError,
-        private_core=lambda: api,
-    )
-    monkeypatch.setattr(backend, "_api", lambda: fake)
+    install_api(monkeypatch, api)
     monkeypatch.setattr(backend.time, "sleep", lambda seconds: None)
 
     def exec_stream(
