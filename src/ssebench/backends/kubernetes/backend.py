@@ -70,6 +70,10 @@ POLL_SECONDS = 1.0
 # follows; another process sees it within this long. (A watch would cost less still,
 # but the Role grants no watch on pods.)
 POLL_MAX_SECONDS = 10.0
+# While a run's pod is being started and stays as it was, a look every 2 s at most: a
+# cluster slow to start containers costs half the lists, and the start is seen within
+# a second more.
+START_POLL_MAX_SECONDS = 2.0
 # A run that never starts (spec, "Stopping and cleaning up").
 PULL_ERROR_SECONDS = 90.0
 NO_CONTAINER_SECONDS = 600.0
@@ -557,6 +561,7 @@ class KubernetesBackend(Backend):
         after PULL_ERROR_SECONDS of pull errors or NO_CONTAINER_SECONDS without it."""
         started = time.monotonic()
         pulling_since: float | None = None
+        pace = _Pace()
         while True:
             pod = find_pod()
             now = time.monotonic()
@@ -585,7 +590,8 @@ class KubernetesBackend(Backend):
                     f"{_pending_reason(pod, container)}",
                     backend=self.name,
                 )
-            time.sleep(POLL_SECONDS)
+            version = pod.metadata.resource_version if pod is not None else None
+            time.sleep(min(pace.after(version), START_POLL_MAX_SECONDS))
 
     def _pods(self, namespace: str, selector: str) -> list[Any]:
         found = _call(
