@@ -237,6 +237,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         while left and time.monotonic() < deadline:
             time.sleep(2)
             left = setup.objects_of("app.kubernetes.io/managed-by=ssebench")
-        assert left == [], "the Kubernetes tests left these behind"
+        assert left == [], f"the Kubernetes tests left these behind: {left}"
     finally:
         setup.admin("delete", "namespace", NAMESPACE, "--wait=false", check=False)
