@@ -232,11 +232,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                     os.environ[name] = value
             backend._api.cache_clear()
         left = setup.objects_of("app.kubernetes.io/managed-by=ssebench")
-        # Pods of removed Jobs may take their grace period to go.
-        deadline = time.monotonic() + 60
+        # A run's pod, Secret and policy go after its Job, in the background (the runner
+        # does not wait on it), and a pod takes its grace period and the kubelet's time.
+        deadline = time.monotonic() + 180
         while left and time.monotonic() < deadline:
             time.sleep(2)
             left = setup.objects_of("app.kubernetes.io/managed-by=ssebench")
-        assert left == [], "the Kubernetes tests left these behind"
+        assert left == [], f"the Kubernetes tests left these behind: {left}"
     finally:
         setup.admin("delete", "namespace", NAMESPACE, "--wait=false", check=False)

@@ -149,8 +149,10 @@ def run_hostile(cluster: Cluster, results: Path, images: Images, scenario: Scena
     summary = json.loads((run_dir / "summary.json").read_text())
     print(f"{scenario.name}: durations {summary['durations']}")
     selector = f"ssebench.run-id={settings.run_id}"
+    # The runner leaves the deletion to the cluster; the pod of a run that wrote much to
+    # its volumes takes its time to go on a loaded machine.
     with contextlib.suppress(AssertionError):  # what is left is checked by the test
-        wait_until(lambda: cluster.objects_of(selector) == [], "the run's objects to go", 60)
+        wait_until(lambda: cluster.objects_of(selector) == [], "the run's objects to go", 150)
     return Finished(
         settings.run_id,
         run_dir,

@@ -78,7 +78,15 @@ def test_reference_run_passes_with_the_same_files_as_on_docker(
     assert (run_dir / "final.patch").read_text() == (run_dir / "reference.patch").read_text()
     dialog = (run_dir / "archive" / "dialog.jsonl").read_text().splitlines()
     assert dialog and all({"seq", "ts", "type"} <= set(json.loads(line)) for line in dialog)
-    assert nothing_left(cluster, summary["run_id"])  # type: ignore[arg-type]
+    # The Job is gone when the run ends; its pod, Secret and policy go after it.
+    run_id = str(summary["run_id"])
+    assert (
+        cluster.admin(
+            "get", "job", "-n", cluster.namespace, "-l", f"ssebench.run-id={run_id}", "-o", "name"
+        ).stdout.strip()
+        == ""
+    )
+    wait_until(lambda: nothing_left(cluster, run_id), "the run's objects to go", 60)
     docker_dir, docker_summary, said = finished_run(tmp_path / "docker", "reference")
     assert docker_summary["status"] == "passed"
     assert docker_summary["config"]["egress_enforced"] is True  # type: ignore[index]

@@ -15,6 +15,7 @@ from ssebench.runner import image_request
 from ssebench.tasks import load_dataset
 from tests.cli import last_line_verdict, run_arguments, ssebench
 from tests.kubernetes.cluster import Cluster, build_as_published, new_run_id
+from tests.polling import wait_until
 from tests.swebench_project import import_shapes
 
 pytestmark = pytest.mark.kubernetes
@@ -39,4 +40,6 @@ def test_an_imported_task_is_resolved_on_kubernetes(cluster: Cluster, tmp_path: 
         "failure": [],
     }
     assert result["config"]["backend"] == "kubernetes"
-    assert cluster.objects_of(f"ssebench.run-id={result['run_id']}") == []
+    # The Job is deleted when the run ends; its pod, Secret and policy go after it.
+    selector = f"ssebench.run-id={result['run_id']}"
+    wait_until(lambda: cluster.objects_of(selector) == [], "the run's objects to go", 60)

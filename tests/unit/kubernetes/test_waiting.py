@@ -112,7 +112,20 @@ def test_a_run_that_never_starts_fails_on_time_with_the_pods_reason(
         backend.KubernetesBackend()._wait_until_started(
             lambda: pod("1", waiting=waiting), manifests.TASK_CONTAINER, "the run r"
         )
-    assert limit <= clock.now - started <= limit + POLL_SECONDS
+    assert limit <= clock.now - started <= limit + backend.START_POLL_MAX_SECONDS
+
+
+def test_a_slow_start_is_looked_at_every_two_seconds_at_most(clock: Clock) -> None:
+    """20 s in ContainerCreating, then running: 12 looks, not 21; seen within 2 s."""
+    looks: list[float] = []
+
+    def find() -> Any:
+        looks.append(clock.now)
+        return pod("1", waiting="ContainerCreating") if clock.now < 1020 else pod("2")
+
+    backend.KubernetesBackend()._wait_until_started(find, manifests.TASK_CONTAINER, "the run r")
+    assert clock.sleeps == [1] + [2] * 10
+    assert len(looks) == 12 and clock.now - 1020 <= backend.START_POLL_MAX_SECONDS
 
 
 def test_stop_signals_once_and_paces_its_looks_until_the_container_exits(

@@ -70,6 +70,10 @@ POLL_SECONDS = 1.0
 # follows; another process sees it within this long. (A watch would cost less still,
 # but the Role grants no watch on pods.)
 POLL_MAX_SECONDS = 10.0
+# While a run's pod is being started and stays as it was, a look every 2 s at most: a
+# cluster slow to start containers costs half the lists, and the start is seen within
+# a second more.
+START_POLL_MAX_SECONDS = 2.0
 # A run that never starts (spec, "Stopping and cleaning up").
 PULL_ERROR_SECONDS = 90.0
 NO_CONTAINER_SECONDS = 600.0
@@ -80,7 +84,6 @@ PULL_ERRORS = frozenset(
 STOP_GRACE_SECONDS = 20.0
 # What wait reports for a task container deleted with its pod: 128 + SIGKILL.
 KILLED_STATUS = 137
-CLEANUP_WAIT_SECONDS = 30.0
 COPY_POD_SECONDS = 600
 LOG_DRAIN_SECONDS = 10.0
 KUBECTL = "kubectl"
@@ -95,6 +98,9 @@ _killed: set[str] = set()
 # Images a node of this process's checks could get ("namespace/pull policy/image"):
 # the runs of an evaluation check each image once.
 _images_present: set[str] = set()
+# The pod as wait last read it, its task container exited ("namespace/pod"): the
+# read-out that follows takes it from here instead of reading it again.
+_exited_pods: dict[str, Any] = {}
 
 
 # -- the client ------------------------------------------------------------------------
@@ -481,7 +487,7 @@ class KubernetesBackend(Backend):
             settings,
             has_reference_patch=reference_patch is not None,
         )
-        created: list[str] = []
+        job_made = False
         try:
             # The Job first: its pod cannot start its task container without the Secret
             # (its environment), so nothing of the run runs yet. Then the policy, then
@@ -496,7 +502,7 @@ class KubernetesBackend(Backend):
                 job,
                 run_id=spec.run_id,
             )
-            created.append("job")
+            job_made = True
             owner = manifests.owner_references(name, made.metadata.uid)
             _call(
                 f"Cannot create the NetworkPolicy {name}",
@@ -505,7 +511,6 @@ class KubernetesBackend(Backend):
                 manifests.owned(policy, owner),
                 run_id=spec.run_id,
             )
-            created.append("networkpolicy")
             _call(
                 f"Cannot create the Secret {name}",
                 api.core.create_namespaced_secret,
@@ -514,7 +519,6 @@ class KubernetesBackend(Backend):
                 run_id=spec.run_id,
                 hidden=hidden,
             )
-            created.append("secret")
             handle = RunHandle(
                 backend=self.name,
                 run_id=spec.run_id,
@@ -526,7 +530,8 @@ class KubernetesBackend(Backend):
             )
         except BaseException:
             with contextlib.suppress(Exception):
-                self._remove(namespace, name, spec.run_id, created, wait=False)
+                if job_made:  # the Job owns whatever else was made
+                    self._remove(namespace, name, spec.run_id, pod="")
             raise
         _start_output_thread(namespace, pod.metadata.name)
         # The run is this pod: a pod the Job controller makes after it is deleted (as
@@ -556,6 +561,7 @@ class KubernetesBackend(Backend):
         after PULL_ERROR_SECONDS of pull errors or NO_CONTAINER_SECONDS without it."""
         started = time.monotonic()
         pulling_since: float | None = None
+        pace = _Pace()
         while True:
             pod = find_pod()
             now = time.monotonic()
@@ -584,7 +590,8 @@ class KubernetesBackend(Backend):
                     f"{_pending_reason(pod, container)}",
                     backend=self.name,
                 )
-            time.sleep(POLL_SECONDS)
+            version = pod.metadata.resource_version if pod is not None else None
+            time.sleep(min(pace.after(version), START_POLL_MAX_SECONDS))
 
     def _pods(self, namespace: str, selector: str) -> list[Any]:
         found = _call(
@@ -643,6 +650,7 @@ class KubernetesBackend(Backend):
             state, exit_code = _task_state(pod)
             if pod is not None and state == "exited" and exit_code is not None:
                 _drain_output(namespace, pod.metadata.name)
+                _exited_pods[f"{namespace}/{pod.metadata.name}"] = pod
                 return exit_code
             deleting = pod is not None and pod.metadata.deletion_timestamp is not None
             ended = pod is not None and pod.status and pod.status.phase in ("Failed", "Succeeded")
@@ -742,8 +750,27 @@ class KubernetesBackend(Backend):
             pass
 
     def collect_results(self, handle: RunHandle, dest: Path) -> None:
+        """Read the results and the archive out of the collector (two execs). The pod
+        is the one wait saw exit, else it is read; a read-out that fails on that pod
+        looks again, and reports the results gone when the pod or collector is. The
+        collector is stopped only for a kept run: the deletion of any other ends it."""
         namespace = self._namespace_of(handle)
-        pod = self._run_pod(handle)
+        name = handle.details.get(POD_DETAIL)
+        seen = _exited_pods.pop(f"{namespace}/{name}", None) if name else None
+        pod_name = self._check_collector(handle, seen or self._run_pod(handle))
+        try:
+            self._read_out(handle, namespace, pod_name, dest)
+        except BackendError:
+            if seen is not None:  # the pod may have gone since wait saw it
+                self._check_collector(handle, self._run_pod(handle))
+            raise
+        finally:
+            if handle.details.get("keep") == "true":
+                with contextlib.suppress(BackendError):
+                    self._signal(namespace, pod_name, manifests.COLLECTOR_CONTAINER)
+
+    def _check_collector(self, handle: RunHandle, pod: Any | None) -> str:
+        """The pod's name; ResultsGoneError unless it is there and its collector runs."""
         collector = _container_status(pod, manifests.COLLECTOR_CONTAINER) if pod else None
         if (
             pod is None
@@ -756,39 +783,35 @@ class KubernetesBackend(Backend):
                 backend=self.name,
                 run_id=handle.run_id,
             )
-        pod_name = pod.metadata.name
+        return str(pod.metadata.name)
+
+    def _read_out(self, handle: RunHandle, namespace: str, pod_name: str, dest: Path) -> None:
         archive_dir = dest / "archive"
         limits = safe_tar.Limits.from_environment()
-        try:
-            # Results first, into dest; the agent's archive only ever into archive/, so
-            # the grade is always the one root wrote.
-            for source, target in ((RESULTS_TARGET, dest), (ARCHIVE_TARGET, archive_dir)):
-                if target.is_symlink():
-                    raise BackendError(f"{target} is a symbolic link", backend=self.name)
-                target.mkdir(exist_ok=True)
-                command = ["tar", "-c", "-f", "-", "-C", source, "."]
-                try:
-                    report = safe_tar.extract(
-                        self._exec_stream(
-                            namespace, pod_name, manifests.COLLECTOR_CONTAINER, command
-                        ),
-                        target,
-                        limits,
-                    )
-                except safe_tar.UnsafeArchiveError as error:
-                    raise BackendError(
-                        f"The {source} of {handle.run_id} was not unpacked: {error}",
-                        backend=self.name,
-                        run_id=handle.run_id,
-                    ) from None
-                if report.skipped:
-                    sys.stderr.write(
-                        f"ssebench: skipped {report.skipped_total} entries of {source} that "
-                        f"are not files or directories, e.g. {report.skipped[0]}\n"
-                    )
-        finally:
-            with contextlib.suppress(BackendError):
-                self._signal(namespace, pod_name, manifests.COLLECTOR_CONTAINER)
+        # Results first, into dest; the agent's archive only ever into archive/, so
+        # the grade is always the one root wrote.
+        for source, target in ((RESULTS_TARGET, dest), (ARCHIVE_TARGET, archive_dir)):
+            if target.is_symlink():
+                raise BackendError(f"{target} is a symbolic link", backend=self.name)
+            target.mkdir(exist_ok=True)
+            command = ["tar", "-c", "-f", "-", "-C", source, "."]
+            try:
+                report = safe_tar.extract(
+                    self._exec_stream(namespace, pod_name, manifests.COLLECTOR_CONTAINER, command),
+                    target,
+                    limits,
+                )
+            except safe_tar.UnsafeArchiveError as error:
+                raise BackendError(
+                    f"The {source} of {handle.run_id} was not unpacked: {error}",
+                    backend=self.name,
+                    run_id=handle.run_id,
+                ) from None
+            if report.skipped:
+                sys.stderr.write(
+                    f"ssebench: skipped {report.skipped_total} entries of {source} that "
+                    f"are not files or directories, e.g. {report.skipped[0]}\n"
+                )
 
     def stop(self, handle: RunHandle, grace: float) -> None:
         """SIGTERM to the task container, then up to grace seconds for it to exit; the
@@ -812,66 +835,46 @@ class KubernetesBackend(Backend):
                     signalled = True
             if time.monotonic() >= deadline:
                 _killed.add(f"{namespace}/{handle.name}")
-                self._remove(namespace, handle.name, handle.run_id, wait=False)
+                self._remove(namespace, handle.name, handle.run_id, handle.details.get(POD_DETAIL))
                 return
             _rest(namespace, pod, pace, deadline)
 
     def cleanup(self, handle: RunHandle) -> None:
         if handle.details.get("keep") == "true":
             return
-        self._remove(self._namespace_of(handle), handle.name, handle.run_id, wait=True)
+        self._remove(
+            self._namespace_of(handle), handle.name, handle.run_id, handle.details.get(POD_DETAIL)
+        )
 
-    def _remove(
-        self,
-        namespace: str,
-        name: str,
-        run_id: str,
-        created: Sequence[str] = ("job", "secret", "networkpolicy"),
-        *,
-        wait: bool,
-    ) -> None:
-        """Delete what the run made (only what this call names); pods with the Job."""
-        api = _api()
-        selector = f"{manifests.MANAGED_BY}={manifests.MANAGED_BY_VALUE},{RUN_ID}={run_id}"
-        pods = [
-            pod
-            for pod in (self._pods(namespace, selector) if is_label_value(run_id) else [])
-            if (pod.metadata.labels or {}).get("job-name") == name
-        ]
-        portforward.end(namespace, [pod.metadata.name for pod in pods])
-        deletions = {
-            "job": (api.batch.delete_namespaced_job, "Job"),
-            "secret": (api.core.delete_namespaced_secret, "Secret"),
-            "networkpolicy": (api.networking.delete_namespaced_network_policy, "NetworkPolicy"),
-        }
-        for kind in ("job", "secret", "networkpolicy"):
-            if kind in created:
-                delete, label = deletions[kind]
-                _call(
-                    f"Cannot delete the {label} {name}",
-                    delete,
-                    name,
-                    namespace,
-                    propagation_policy="Background",
-                    missing_ok=True,
-                    run_id=run_id,
-                )
-        for pod in pods:
-            _call(
-                f"Cannot delete the pod {pod.metadata.name}",
-                api.core.delete_namespaced_pod,
-                pod.metadata.name,
-                namespace,
-                missing_ok=True,
-                run_id=run_id,
-            )
-        deadline = time.monotonic() + CLEANUP_WAIT_SECONDS
-        # A short, quick poll: the caller (and a run's wall time) waits on it.
-        while wait and pods and time.monotonic() < deadline:
-            remaining = {pod.metadata.name for pod in self._pods(namespace, selector)}
-            if not remaining & {pod.metadata.name for pod in pods}:
-                break
-            time.sleep(0.5)
+    def _remove(self, namespace: str, name: str, run_id: str, pod: str | None = None) -> None:
+        """Delete the run's Job, with propagationPolicy Background: one request. The
+        Job goes at once (so list_runs no longer has it), and the cluster's garbage
+        collector removes its pod, and the Secret and NetworkPolicy it owns from their
+        first moment, after it; nothing here waits on that. The objects keep their
+        labels until they are gone, and a Job of a runner that died before this is the
+        TTL's. pod: the run's pod, whose port-forwards end; without it (a run found
+        again by list_runs), its pods are listed once for that."""
+        if pod is not None:
+            pods = [pod] if pod else []
+        elif is_label_value(run_id):
+            selector = f"{manifests.MANAGED_BY}={manifests.MANAGED_BY_VALUE},{RUN_ID}={run_id}"
+            pods = [
+                str(found.metadata.name)
+                for found in self._pods(namespace, selector)
+                if (found.metadata.labels or {}).get("job-name") == name
+            ]
+        else:
+            pods = []
+        portforward.end(namespace, pods)
+        _call(
+            f"Cannot delete the Job {name}",
+            _api().batch.delete_namespaced_job,
+            name,
+            namespace,
+            propagation_policy="Background",
+            missing_ok=True,
+            run_id=run_id,
+        )
 
     # -- the cluster -------------------------------------------------------------------
 

@@ -53,8 +53,9 @@ KUBE_DNS = {
     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
 }
-# The collector's only job is to be alive while the results are read. It exits 0 on the
-# SIGTERM that collect_results sends, or when its sleep (the Job's deadline) ends.
+# The collector's only job is to be alive while the results are read. It exits 0 on a
+# SIGTERM (the pod's deletion, or collect_results of a kept run), or when its sleep (the
+# Job's deadline) ends.
 COLLECTOR_SCRIPT = "trap 'exit 0' TERM; sleep \"$0\" & wait $!"
 SIDECAR_REFUSED = (
     "The kubernetes backend does not support --mode sidecar: its two containers would "
