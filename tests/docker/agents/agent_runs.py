@@ -16,13 +16,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from ssebench.agents import load_agent
 from tests.cli import last_line_verdict, run_arguments, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
 from tests.docker.model_stack import ModelStack, docker
 
 TASK = "py-semver-prerelease"
-AGENTS_FOLDER = Path(__file__).resolve().parents[3] / "src" / "ssebench" / "agents"
 # Reads every process's argv, as ps does, in a task container that may have no ps.
 READ_ARGV = (
     "import os\n"
@@ -40,9 +40,11 @@ def tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, A
 
 
 def install_image(agent: str) -> str:
-    """The agent's install image, named by its pinned versions (agent.json)."""
-    pinned = json.loads((AGENTS_FOLDER / agent / "agent.json").read_text())
-    return f"ssebench/agent-install/{agent}:{pinned['upstream']['version']}-{pinned['version']}"
+    """The agent's install image, named by its pinned versions: the upstream program's
+    and the agent's (agent.json's own, else this ssebench's release version)."""
+    loaded = load_agent(agent)
+    assert loaded.upstream is not None, f"{agent} wraps no upstream program"
+    return f"ssebench/agent-install/{agent}:{loaded.upstream.version}-{loaded.version}"
 
 
 @dataclass
