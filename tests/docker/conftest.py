@@ -13,9 +13,6 @@ from collections.abc import Iterator
 
 import pytest
 
-# The shared proxy and scripted model of the model-run tests (a session fixture).
-from tests.docker.model_stack import model_stack  # noqa: F401
-
 SESSION_PREFIX = f"t{secrets.token_hex(3)}"
 
 

@@ -327,7 +327,7 @@ def _launch_reference_run(port: int, token: str, image: str, runs_ns: str, relea
     """A reference run launched from the web UI (POST /api/runs) reads its task from the
     release's catalog (the web UI checks it there, the run it starts reads it with
     --catalog), runs as a Job in the runs' namespace, from the prebuilt image, and the
-    web UI lists it graded passed."""
+    web UI lists it graded passed once it is stopped there."""
     run_id = f"helm-{uuid.uuid4().hex[:8]}"
     launch = {"task": TASK, "agent": "reference", "run_id": run_id}
     catalog_reads = _catalog_reads(release_ns)
@@ -336,6 +336,7 @@ def _launch_reference_run(port: int, token: str, image: str, runs_ns: str, relea
     selector = f"{labels.RUN_ID}={run_id}"
     jobs: list[str] = []
     detail: dict[str, Any] = {}
+    stop_sent = False
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         if not jobs:
@@ -348,6 +349,11 @@ def _launch_reference_run(port: int, token: str, image: str, runs_ns: str, relea
             detail = found
             if found.get("status") is not None:  # recorded: summary.json is written
                 break
+            if found.get("phase") == "graded" and not stop_sent:
+                # A web UI launch is kept: its task container waits after grading (the
+                # terminal can reach it) until it is stopped there, which records it.
+                assert _api(port, f"/api/runs/{run_id}/stop", token, {})[0] == 202
+                stop_sent = True
         time.sleep(3)
     runs = (_api(port, "/api/runs", token)[1] or {}).get("runs", [])
     context = (

@@ -18,7 +18,7 @@ from tests.cli import run_arguments, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.agents.agent_runs import tool_call
 from tests.docker.conftest import new_run_id
-from tests.docker.model_stack import ModelStack, model_stack  # noqa: F401
+from tests.docker.model_stack import ModelStack
 from tests.polling import wait_until
 from tests.webui.conftest import TASK, TOKEN, Server, start_server, stop_server
 
@@ -47,7 +47,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(
     results: Path,
     tmp_path_factory: pytest.TempPathFactory,
-    model_stack: ModelStack,  # noqa: F811
+    model_stack: ModelStack,
 ) -> Iterator[Server]:
     log = tmp_path_factory.mktemp("assistant-log") / "webui.log"
     environment = {name: model_stack.env[name] for name in PASSED_ON}
@@ -61,7 +61,7 @@ def server(
 @pytest.fixture(scope="module")
 def kept_opencode_run(
     server: Server,
-    model_stack: ModelStack,  # noqa: F811
+    model_stack: ModelStack,
 ) -> Iterator[str]:
     """An opencode run that answered and was graded, kept alive after its grade."""
     # The agent's one turn, then the assistant's: the script is read in order.
@@ -101,7 +101,7 @@ def kept_opencode_run(
 def test_the_assistant_answers_in_a_kept_opencode_run(
     page: Any,
     kept_opencode_run: str,
-    model_stack: ModelStack,  # noqa: F811
+    model_stack: ModelStack,
     server: Server,
     artifacts: Path,
 ) -> None:
@@ -132,7 +132,7 @@ LIVE_TEXT = "I will wait for the slow check before I look at the version file."
 def test_an_opencode_run_shows_its_live_session_then_its_dialog(
     page: Any,
     server: Server,
-    model_stack: ModelStack,  # noqa: F811
+    model_stack: ModelStack,
     artifacts: Path,
 ) -> None:
     # The agent's first turn runs `sleep` in OpenCode's shell tool: long enough for the
