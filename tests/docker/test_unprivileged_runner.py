@@ -12,12 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.cli import last_line_verdict, run_arguments, sleeper_started, ssebench
-from tests.conftest import PILOT_DATASET, ROOT
 from tests.docker.conftest import new_run_id
 from tests.polling import wait_until
+from tests.user_install import install_for_the_user
 
 pytestmark = pytest.mark.docker
 USER_ID = 4242
@@ -30,28 +29,6 @@ def shared_folder() -> Iterator[Path]:
     folder.chmod(0o755)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def install_for_the_user(folder: Path) -> tuple[list[str], dict[str, str], Path]:
-    """ssebench, its one dependency and the pilot dataset, where the user can read them.
-
-    The checkout and this venv may sit below folders only root can enter (CI clones
-    into a 0700 temporary folder), as a user's own install never would.
-    """
-    site = folder / "site"
-    shutil.copytree(ROOT / "src", folder / "src")
-    shutil.copytree(PILOT_DATASET, folder / "pilot")
-    packages = Path(yaml.__file__).parent.parent
-    shutil.copytree(Path(yaml.__file__).parent, site / "yaml")
-    # The dist-info carries the entry points through which the docker backend is found.
-    for dist_info in packages.glob("ssebench-*.dist-info"):
-        shutil.copytree(dist_info, site / dist_info.name)
-    for path in [folder, *folder.rglob("*")]:
-        path.chmod(0o755 if path.is_dir() else 0o644)
-    python = shutil.which("python3", path="/usr/bin:/usr/local/bin")
-    assert python, "no system python3 for the unprivileged user"
-    environment = {"PYTHONPATH": f"{folder / 'src'}:{site}", "PYTHONDONTWRITEBYTECODE": "1"}
-    return [python, "-m", "ssebench.cli.main"], environment, folder / "pilot"
 
 
 def test_a_user_in_the_docker_group_can_read_and_record_its_run(shared_folder: Path) -> None:
@@ -79,6 +56,7 @@ def test_a_user_in_the_docker_group_can_read_and_record_its_run(shared_folder: P
         text=True,
         timeout=900,
         env={**os.environ, **environment, "HOME": str(tmp_path)},
+        cwd=tmp_path,  # a folder the user may enter, as a user's shell always is
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     status, run_dir = last_line_verdict(done.stdout)
@@ -123,6 +101,7 @@ def test_a_user_gets_the_run_directory_back_after_a_killed_run(
             stdout=output,
             stderr=subprocess.STDOUT,
             env=env,
+            cwd=shared_folder,
         )
     run_dir = results / "py-semver-prerelease" / "none" / "sleeper" / run_id
     try:
@@ -151,7 +130,7 @@ def test_a_user_gets_the_run_directory_back_after_a_killed_run(
             runner.wait(timeout=60)
             done = subprocess.run(
                 [*setpriv, *ssebench_command, "runs", "prune", "--json"],
-                capture_output=True, text=True, timeout=300, env=env,
+                capture_output=True, text=True, timeout=300, env=env, cwd=shared_folder,
             )  # fmt: skip
             assert done.returncode == 0, done.stderr
             assert run_id in done.stdout

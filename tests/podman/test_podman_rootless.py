@@ -10,8 +10,6 @@ import os
 import pwd
 import shutil
 import subprocess
-import sys
-import sysconfig
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli import last_line_verdict, run_arguments
-from tests.conftest import PILOT_DATASET, ROOT
 from tests.podman.conftest import SESSION_PREFIX, new_run_id
+from tests.user_install import install_for_the_user
 
 pytestmark = pytest.mark.podman
 USER = "ssebench-rootless"
@@ -31,12 +29,6 @@ UID = 47001
 HOME = Path("/var/tmp/ssebench-rootless")
 BASE_IMAGE = "debian:bookworm-slim"
 TASK = "py-semver-prerelease"
-# Runs ssebench's __main__ with this checkout's site-packages (the .pth files included),
-# for an interpreter other than the virtual environment's own.
-MAIN = (
-    "import runpy, site, sys; site.addsitedir(sys.argv.pop(1)); "
-    "runpy.run_module('ssebench', run_name='__main__', alter_sys=True)"
-)
 
 
 @dataclass(frozen=True)
@@ -44,7 +36,8 @@ class RootlessUser:
     uid: int
     gid: int
     env: dict[str, str]
-    python: list[str]
+    ssebench: list[str]
+    dataset: Path
 
     def argv(self, *command: str) -> list[str]:
         settings = [f"{key}={value}" for key, value in self.env.items()]
@@ -58,7 +51,7 @@ class RootlessUser:
             capture_output=True,
             text=True,
             timeout=timeout,
-            cwd=ROOT,
+            cwd=HOME,  # the checkout may sit below folders only root can enter
             **kwargs,  # type: ignore[call-overload]
         )
 
@@ -91,17 +84,6 @@ def _has_range(path: str) -> bool:
     return any(line.startswith(f"{USER}:") for line in Path(path).read_text().splitlines())
 
 
-def _python(user: RootlessUser) -> list[str]:
-    """This interpreter when the user may run it, else the system's of the same version
-    (a pyenv interpreter under /root is not the user's to run)."""
-    site_packages = sysconfig.get_paths()["purelib"]
-    for python in (sys.executable, f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}"):
-        probe = user.run(python, "-c", MAIN, site_packages, "--version", timeout=60)
-        if probe.returncode == 0:
-            return [python, "-c", MAIN, site_packages]
-    pytest.fail(f"no Python that {USER} may run: {probe.stderr}")
-
-
 @pytest.fixture(scope="module")
 def rootless() -> Iterator[RootlessUser]:
     if os.geteuid() != 0:
@@ -121,7 +103,10 @@ def rootless() -> Iterator[RootlessUser]:
         "XDG_RUNTIME_DIR": str(runtime),
         "LANG": "C.UTF-8",
     }
-    user = RootlessUser(account.pw_uid, account.pw_gid, env, [])
+    work = Path(tempfile.mkdtemp(prefix=f"ssebench-{SESSION_PREFIX}-", dir="/var/tmp"))
+    work.chmod(0o755)
+    command, environment, dataset = install_for_the_user(work / "install")
+    user = RootlessUser(account.pw_uid, account.pw_gid, {**env, **environment}, command, dataset)
     config = Path(account.pw_dir) / ".config" / "containers"
     if not (config / "storage.conf").exists():
         # Native overlay (the kernel allows it unprivileged): vfs, Podman's fallback,
@@ -144,23 +129,24 @@ def rootless() -> Iterator[RootlessUser]:
                 timeout=300,
             )
         assert saved.returncode == 0 and loaded.returncode == 0, loaded.stderr
-    user = RootlessUser(account.pw_uid, account.pw_gid, env, _python(user))
-    results = Path(tempfile.mkdtemp(prefix=f"ssebench-{SESSION_PREFIX}-", dir="/var/tmp"))
+    results = work / "results"
+    results.mkdir()
     os.chown(results, account.pw_uid, account.pw_gid)
     user.env["SSEBENCH_TEST_RESULTS"] = str(results)
     try:
         yield user
     finally:
         left = user.run("podman", "ps", "--all", "--format", "{{.Names}}", timeout=60)
-        shutil.rmtree(results, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
         assert [name for name in left.stdout.split() if SESSION_PREFIX in name] == []
 
 
 @pytest.mark.parametrize(("agent", "status"), [("reference", "passed"), ("dummy", "failed")])
 def test_rootless_pilot(rootless: RootlessUser, agent: str, status: str) -> None:
     results = rootless.env["SSEBENCH_TEST_RESULTS"]
-    arguments = run_arguments(PILOT_DATASET, TASK, agent, new_run_id(f"rl-{agent}"), Path(results))
-    done = rootless.run(*rootless.python, *arguments, "--backend", "podman", timeout=900)
+    run_id = new_run_id(f"rl-{agent}")
+    arguments = run_arguments(rootless.dataset, TASK, agent, run_id, Path(results))
+    done = rootless.run(*rootless.ssebench, *arguments, "--backend", "podman", timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     verdict, run_dir = last_line_verdict(done.stdout)
     assert verdict == status
