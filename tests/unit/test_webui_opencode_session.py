@@ -140,15 +140,17 @@ def test_the_run_over_or_another_agent_falls_back_to_the_dialog(
     opencode: Any, tmp_path: Path
 ) -> None:
     over = session_of(SessionBackend(opencode.url, state="exited"), tmp_path)
-    assert over["live"] is False and "dialog" in over["reason"]
+    assert over["live"] is False and over["over"] is True and "dialog" in over["reason"]
     other = session_of(SessionBackend(opencode.url, agent="sleeper"), tmp_path)
-    assert other["live"] is False and "opencode" in other["reason"]
+    assert other["live"] is False and other["over"] is True and "opencode" in other["reason"]
 
 
 def test_a_hostile_server_is_not_followed_nor_trusted(opencode: Any, tmp_path: Path) -> None:
     opencode.redirect = True
     redirected = session_of(SessionBackend(opencode.url), tmp_path)
     assert redirected["live"] is False and "HTTP 302" in redirected["reason"]
+    # The run still runs: the page asks again rather than giving up on the session.
+    assert redirected["over"] is False
     opencode.redirect = False
     opencode.answers["/session"] = {"not": "a list"}
     assert session_of(SessionBackend(opencode.url), tmp_path)["live"] is False

@@ -164,17 +164,20 @@ def read_session(base: str) -> dict[str, Any]:
 
 async def live_session(backend: Backend, record: RunRecord) -> dict[str, Any]:
     """{"live": True, "session", "messages", "diff"} from the run's OpenCode server, or
-    {"live": False, "reason"}: the page then shows the run's dialog instead."""
+    {"live": False, "reason", "over"}: the page then shows the run's dialog instead. With
+    "over" false the run still runs and its server may answer the next time (it is not
+    up yet, or was slow): the page asks again."""
     if str(row(record).get("agent") or "") != AGENT:
-        return {"live": False, "reason": "Only opencode runs have an OpenCode server"}
+        return {"live": False, "over": True, "reason": "Only opencode runs have an OpenCode server"}
     if not record.running or record.live is None:
-        return {"live": False, "reason": "The run is over: its dialog is the record"}
+        return {"live": False, "over": True, "reason": "The run is over: its dialog is the record"}
     try:
         base = await asyncio.to_thread(backend.endpoint, record.live.handle, OPENCODE_PORT)
     except SsebenchError as error:
-        return {"live": False, "reason": f"No way to the OpenCode server: {error}"}
+        return {"live": False, "over": False, "reason": f"No way to the OpenCode server: {error}"}
     try:
         session = await asyncio.to_thread(read_session, base.rstrip("/"))
     except Unreachable as error:
-        return {"live": False, "reason": f"The OpenCode server did not answer ({error})"}
+        reason = f"The OpenCode server did not answer ({error})"
+        return {"live": False, "over": False, "reason": reason}
     return {"live": True, **session}

@@ -40,19 +40,38 @@ function sessionTab(body, base, detail) {
         el("pre", { text: file.patch }))));
   }
 
-  const stop = every(1500, async () => {
-    if (stopFallback) return;
-    const data = await api(`${base}/session`);
-    if (data.live) {
-      note.textContent = "● Live: the session as the run's OpenCode server (port 4096) has it";
-      draw(data);
-      return;
-    }
-    note.textContent = `${data.reason}. The run's dialog:`;
+  // A server that does not answer while the run runs (not up yet, or slow under load)
+  // is asked again: the page keeps what it last drew, or shows the dialog until the
+  // server answers. Only a run that is over ends the asking.
+  let over = false;
+  let drawn = false;
+  function showDialog() {
     title.hidden = true;
     list.replaceChildren();
     files.replaceChildren();
     stopFallback = dialogTab(fallback, base, detail) || (() => {});
+  }
+  const stop = every(1500, async () => {
+    if (over) return;
+    const data = await api(`${base}/session`);
+    if (data.live) {
+      if (stopFallback) { stopFallback(); stopFallback = null; fallback.replaceChildren(); }
+      title.hidden = false;
+      note.textContent = "● Live: the session as the run's OpenCode server (port 4096) has it";
+      draw(data);
+      drawn = true;
+      return;
+    }
+    if (data.over) {
+      over = true;
+      note.textContent = `${data.reason}. The run's dialog:`;
+      if (!stopFallback) showDialog();
+      return;
+    }
+    note.textContent = drawn
+      ? `${data.reason}; asking again. The session as last read:`
+      : `${data.reason}; asking again. The run's dialog meanwhile:`;
+    if (!drawn && !stopFallback) showDialog();
   });
   return () => { stop(); if (stopFallback) stopFallback(); };
 }
