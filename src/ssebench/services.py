@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ssebench import __version__
+from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import UserError
-from ssebench.images import add_build_ca, failure_reason, run_docker
+from ssebench.images.layers import add_build_ca
 from ssebench.scratch import scratch_folder
 
 SERVICES = ("litellm", "catalog", "webui", "postgres")
