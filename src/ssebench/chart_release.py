@@ -26,9 +26,10 @@ from typing import Any
 
 import yaml
 
-from ssebench import __version__, publish
+from ssebench import __version__
 from ssebench.docker_cli import run_docker
 from ssebench.errors import UserError
+from ssebench.images import publish
 from ssebench.images.builds import docker_image_builder
 from ssebench.scratch import scratch_folder
 from ssebench.services import SERVICES, service_image

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from ssebench import publish
 from ssebench.agents import load_agent, release_version
+from ssebench.images import publish
 from ssebench.images.builds import BuildOutput, prepare_images
 from ssebench.tasks import load_dataset
 from tests.cli import last_line_verdict, run_arguments, ssebench

@@ -134,8 +134,9 @@ def register(commands: Any) -> None:
 
 
 def publish_command(arguments: argparse.Namespace) -> int:
-    from ssebench import image_layers, publish
+    from ssebench import image_layers
     from ssebench.agents import load_agent
+    from ssebench.images import publish
     from ssebench.tasks.dataset import resolve_dataset
 
     if arguments.catalog:
