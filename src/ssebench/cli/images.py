@@ -192,7 +192,7 @@ def publish_command(arguments: argparse.Namespace) -> int:
 
 
 def build_services_command(arguments: argparse.Namespace) -> int:
-    from ssebench.services import SERVICES, build_service
+    from ssebench.images.services import SERVICES, build_service
 
     built = [
         build_service(
