@@ -214,7 +214,7 @@ def build_services_command(arguments: argparse.Namespace) -> int:
 def publish_chart_command(arguments: argparse.Namespace) -> int:
     import os
 
-    from ssebench.chart_release import publish_chart, release_registry
+    from ssebench.images.chart_release import publish_chart, release_registry
 
     registry = release_registry(arguments.registry, dict(os.environ))
     release = publish_chart(

@@ -69,7 +69,7 @@ def release_registry(given: str | None, environment: dict[str, str]) -> str:
 
 
 def chart_folder() -> Path:
-    return Path(__file__).resolve().parents[2] / "deploy" / "helm" / CHART_NAME
+    return Path(__file__).resolve().parents[3] / "deploy" / "helm" / CHART_NAME
 
 
 def _check_versions(chart: Path) -> str:
