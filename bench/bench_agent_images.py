@@ -22,8 +22,15 @@ from pathlib import Path
 
 from common import PILOT, ROOT, Figure, NotMeasured, Result, docker_problem, main, run
 
-from ssebench import images
 from ssebench.agents import Agent, discover_agents, load_agent
+from ssebench.images.builds import (
+    BuildOutput,
+    build_argv,
+    build_environment,
+    buildx_available,
+    ensure_layers,
+)
+from ssebench.images.layers import Layer, run_layers
 from ssebench.runner import image_request
 from ssebench.tasks import load_dataset
 
@@ -32,20 +39,20 @@ EXAMPLES = ROOT / "docs" / "examples" / "agents"
 MEGABYTE = 1_000_000
 
 
-def cold_build_seconds(layer: images.Layer) -> float:
+def cold_build_seconds(layer: Layer) -> float:
     """Seconds of a `docker build --no-cache` of layer into a throwaway tag (removed)."""
     throwaway = dataclasses.replace(layer, tag=f"bench-{secrets.token_hex(4)}")
-    buildx = images.buildx_available()
+    buildx = buildx_available()
     with tempfile.TemporaryDirectory(prefix="ssebench-bench-") as context:
         throwaway.write_context(Path(context))
-        argv = images.build_argv(throwaway, Path(context), buildx=buildx)
+        argv = build_argv(throwaway, Path(context), buildx=buildx)
         argv.insert(argv.index("--file"), "--no-cache")
         started = time.perf_counter()
         done = subprocess.run(
             argv,
             capture_output=True,
             text=True,
-            env=images.build_environment(buildx=buildx),
+            env=build_environment(buildx=buildx),
             timeout=3600,
         )
         seconds = time.perf_counter() - started
@@ -59,11 +66,11 @@ def image_size(image: str) -> int:
     return int(run(["docker", "image", "inspect", "--format", "{{.Size}}", image]).strip())
 
 
-def agent_layer_of(agent: Agent) -> tuple[images.Layer, images.Layer, images.Layer]:
+def agent_layer_of(agent: Agent) -> tuple[Layer, Layer, Layer]:
     """The tool, install and agent layers of agent on TASK, built when missing."""
     task = load_dataset(PILOT).task(TASK)
-    case, tool, layer = images.run_layers(image_request(task, agent))
-    images.ensure_layers([case, tool, layer], output=images.BuildOutput(quiet=True))
+    case, tool, layer = run_layers(image_request(task, agent))
+    ensure_layers([case, tool, layer], output=BuildOutput(quiet=True))
     return tool, layer.inputs[0], layer
 
 

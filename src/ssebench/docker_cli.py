@@ -2,8 +2,9 @@
 its output captured, and turn "the daemon cannot be reached" or "docker is not
 installed" into one clear UserError.
 
-A module of its own, apart from images.py, because `ssebench runs list` needs it and
-must not import the image builds (docs/performance.md, "Start-up")."""
+A module of its own, apart from the image package (ssebench.images), because `ssebench
+runs list` needs it and must not import the image builds (docs/performance.md,
+"Start-up")."""
 
 from __future__ import annotations
 

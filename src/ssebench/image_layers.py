@@ -32,9 +32,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ssebench import images
 from ssebench.extensions import ImageRequest, Images
-from ssebench.images import BuildOutput, labels_from_json, run_build
+from ssebench.images import layers as layer_definitions
+from ssebench.images.builds import BuildOutput, build_missing, labels_from_json, run_build
 from ssebench.scratch import scratch_folder
 from ssebench.tasks.model import Task
 
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 # The label that carries an image's cache key.
-CACHE_KEY_LABEL = images.DIGEST_LABEL
+CACHE_KEY_LABEL = layer_definitions.DIGEST_LABEL
 
 BuildContext = Callable[["ImageLayer", Path], None]
 ImageLabels = Callable[[str], Mapping[str, str] | None]
@@ -95,10 +95,10 @@ class ImageLayer:
     labels: Mapping[str, str]
     cache_key: str
     platform: str | None
-    layer: images.Layer = field(repr=False, compare=False)
+    layer: layer_definitions.Layer = field(repr=False, compare=False)
 
     @classmethod
-    def of(cls, layer: images.Layer) -> ImageLayer:
+    def of(cls, layer: layer_definitions.Layer) -> ImageLayer:
         return cls(
             kind=layer.kind,
             image=layer.image,
@@ -135,8 +135,8 @@ class LayerPlan:
         return list(ordered.values())
 
 
-def _stack(layers: Sequence[images.Layer]) -> tuple[ImageLayer, ...]:
-    return tuple(ImageLayer.of(layer) for layer in images.with_inputs(layers))
+def _stack(layers: Sequence[layer_definitions.Layer]) -> tuple[ImageLayer, ...]:
+    return tuple(ImageLayer.of(layer) for layer in layer_definitions.with_inputs(layers))
 
 
 def layers_of(request: ImageRequest) -> LayerPlan:
@@ -147,12 +147,12 @@ def layers_of(request: ImageRequest) -> LayerPlan:
     name cannot be part of an image name.
     """
     if request.mode == "sidecar":
-        environment, agent = images.sidecar_layers(request)
+        environment, agent = layer_definitions.sidecar_layers(request)
         return LayerPlan(
             stacks=(_stack(environment), _stack(agent)),
             images=Images(run=agent[-1].image, environment=environment[-1].image),
         )
-    layers = images.run_layers(request)
+    layers = layer_definitions.run_layers(request)
     return LayerPlan(stacks=(_stack(layers),), images=Images(run=layers[-1].image))
 
 
@@ -173,7 +173,7 @@ def build_stack(
             layer.write_context(context)
             build(layer, context)
 
-    images.build_missing(
+    build_missing(
         stack,
         rebuild=rebuild,
         is_current=lambda layer: is_current(layer, image_labels),
@@ -202,7 +202,7 @@ def build_case_images(
     image when it has one; return the case images' names in order."""
     names = []
     for task in tasks:
-        stack = _stack([images.case_layer(task, platform=platform)])
+        stack = _stack([layer_definitions.case_layer(task, platform=platform)])
         build_stack(stack, builder.build, builder.image_labels, rebuild=rebuild)
         names.append(stack[-1].image)
     return names

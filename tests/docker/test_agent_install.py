@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from ssebench import images
 from ssebench.agents import read_agent
 from ssebench.errors import ImageUnavailableError
 from ssebench.extensions import ImageRequest
+from ssebench.images.builds import BuildOutput, ensure_layers, layer_is_current, prepare_images
+from ssebench.images.layers import agent_install_layer
 from tests.conftest import PILOT_DATASET
 
 pytestmark = pytest.mark.docker
@@ -64,9 +65,9 @@ def in_image(image: str, *command: str) -> str:
 @pytest.mark.parametrize("mode", ["sandbox", "sidecar"])
 def test_agent_layer_holds_the_install_image_and_is_cached(mode: str) -> None:
     first = io.StringIO()
-    made = images.prepare_images(request(EXAMPLE, mode), images.BuildOutput(stream=first))
+    made = prepare_images(request(EXAMPLE, mode), BuildOutput(stream=first))
     # The install image is task-independent and named by the versions.
-    assert images.layer_is_current(images.agent_install_layer(read_agent(EXAMPLE)))
+    assert layer_is_current(agent_install_layer(read_agent(EXAMPLE)))
     # The agent's program runs from the agent layer with the task image's python3 alone.
     owner = in_image(made.run, "stat", "-c", "%U %a", INSTALLED)
     assert owner.split() == ["root", "644"]
@@ -85,21 +86,21 @@ def test_agent_layer_holds_the_install_image_and_is_cached(mode: str) -> None:
     listing = in_image(made.run, "find", "/opt/ssebench/agents/hello-agent", "-name", "*.crt")
     assert listing == ""
     second = io.StringIO()
-    again = images.prepare_images(request(EXAMPLE, mode), images.BuildOutput(stream=second))
+    again = prepare_images(request(EXAMPLE, mode), BuildOutput(stream=second))
     assert again == made
     assert "building" not in second.getvalue()  # a second prepare builds nothing
 
 
 def test_a_broken_pin_fails_in_one_line(tmp_path: Path) -> None:
-    good = images.agent_install_layer(read_agent(EXAMPLE))
-    images.ensure_layers([good], output=images.BuildOutput(stream=io.StringIO()))
+    good = agent_install_layer(read_agent(EXAMPLE))
+    ensure_layers([good], output=BuildOutput(stream=io.StringIO()))
     folder = Path(shutil.copytree(EXAMPLE, tmp_path / "hello-agent"))
     requirements = folder / "requirements.txt"
     requirements.write_text(requirements.read_text().replace("sha256:274b", "sha256:0000"))
-    layer = images.agent_install_layer(read_agent(folder))
+    layer = agent_install_layer(read_agent(folder))
     log = io.StringIO()
     with pytest.raises(ImageUnavailableError) as raised:
-        images.ensure_layers([layer], output=images.BuildOutput(stream=log))
+        ensure_layers([layer], output=BuildOutput(stream=log))
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith(
@@ -108,4 +109,4 @@ def test_a_broken_pin_fails_in_one_line(tmp_path: Path) -> None:
     ), message
     assert "agent-install | " in log.getvalue()  # the build's progress was shown
     # The image of the good folder (same tag, other digest) is not replaced.
-    assert images.layer_is_current(good)
+    assert layer_is_current(good)

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from ssebench import images, publish
 from ssebench.agents import load_agent, release_version
+from ssebench.images import publish
+from ssebench.images.builds import BuildOutput, prepare_images
 from ssebench.tasks import load_dataset
 from tests.cli import last_line_verdict, run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
@@ -83,7 +84,7 @@ def publish_cli(registry: str, *extra: str) -> list[str]:
 def local_builds(registry: str) -> dict[str, str]:
     """Published name -> ID of the image a local build makes for it (cached builds)."""
     built = publish.build_all(
-        requests(registry), lambda r: images.prepare_images(r, images.BuildOutput(quiet=True))
+        requests(registry), lambda r: prepare_images(r, BuildOutput(quiet=True))
     )
     return {item.name: image_id(item.local) for item in built}
 

@@ -21,7 +21,7 @@ def test_the_words_the_suite_looks_for_are_in_the_task() -> None:
 
 def test_reading_the_reference_patch_hidden_tests_and_task_files(held_run: HeldRun) -> None:
     """Protection: the task files (task.json, hidden/) are in /ssebench/task, root's and
-    0700 (made so by the image's task layer, src/ssebench/images.py); the reference patch
+    0700 (made so by the image's task layer, src/ssebench/images/layers.py); the reference patch
     is never in the image of an agent other than `reference` (it reaches that one as a
     mount); grading's copies live under /var/lib/ssebench-grade/private (0700,
     src/ssebench/runtime/entrypoint.py _prepare). The attempt: the known places, then
@@ -81,7 +81,7 @@ def test_the_daemon_and_mcp_serve_no_task_file(held_run: HeldRun) -> None:
 
 def test_recovering_the_fix_from_git(held_run: HeldRun) -> None:
     """Protection: the task's source tree is a repository of one commit, the base,
-    made when the image is built (src/ssebench/images.py): no history, no other refs,
+    made when the image is built (src/ssebench/images/layers.py): no history, no other refs,
     no reflog of the fix, no packed or dangling objects; the task's own history never
     enters the image. The attempt: log --all, reflog, stash, every object in the object
     store (loose, packed, dangling), and the words of the fix in .git/."""

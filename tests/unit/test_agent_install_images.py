@@ -12,11 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from ssebench import images
 from ssebench.agents import Upstream, read_agent
 from ssebench.errors import ImageUnavailableError, UserError
 from ssebench.extensions import ImageRequest, prebuilt_images
-from ssebench.images import BuildOutput
+from ssebench.images.builds import BuildOutput, build_layer, ensure_layers, install_error
+from ssebench.images.layers import (
+    BUILD_CA_VARIABLE,
+    agent_install_layer,
+    run_layers,
+    sidecar_layers,
+)
 from tests.unit.test_images import TINY_TASK, FakeDocker, fake_docker_on_path
 
 HELLO = Path(__file__).resolve().parents[2] / "docs" / "examples" / "agents" / "hello-agent"
@@ -47,7 +52,7 @@ def request_for(agent_dir: Path, **options: object) -> ImageRequest:
 
 
 def test_install_image_name_and_build(hello: Path) -> None:
-    layer = images.agent_install_layer(read_agent(hello), platform="linux/amd64")
+    layer = agent_install_layer(read_agent(hello), platform="linux/amd64")
     assert layer.image == "ssebench/agent-install/hello-agent:6.1-1"
     assert layer.kind == "agent-install" and layer.build_ca
     assert layer.dockerfile == hello / "install.Dockerfile"
@@ -56,11 +61,11 @@ def test_install_image_name_and_build(hello: Path) -> None:
 
 
 def test_agent_layer_copies_from_its_install_image(hello: Path) -> None:
-    _, _, agent = images.run_layers(request_for(hello))
+    _, _, agent = run_layers(request_for(hello))
     (install,) = agent.inputs
     assert install.image == "ssebench/agent-install/hello-agent:6.1-1"
     assert agent.build_args["INSTALL_IMAGE"] == install.image
-    _, (runtime, sidecar_agent) = images.sidecar_layers(request_for(hello, mode="sidecar"))
+    _, (runtime, sidecar_agent) = sidecar_layers(request_for(hello, mode="sidecar"))
     assert sidecar_agent.inputs == (install,)  # one install image for both modes
     assert sidecar_agent.parent == runtime
 
@@ -69,16 +74,16 @@ def test_an_agent_without_install_dockerfile_takes_the_empty_one(tmp_path: Path)
     folder = tmp_path / "plain"
     shutil.copytree(HELLO, folder)
     (folder / "install.Dockerfile").unlink()
-    _, _, agent = images.run_layers(request_for(folder))
+    _, _, agent = run_layers(request_for(folder))
     assert agent.build_args["INSTALL_IMAGE"] == "ssebench/agent-install-empty:1"
 
 
 def test_edited_agent_folder_changes_the_install_and_agent_digests(hello: Path) -> None:
-    _, _, before = images.run_layers(request_for(hello))
+    _, _, before = run_layers(request_for(hello))
     install_digest, agent_digest = before.inputs[0].digest, before.digest  # computed now
     requirements = hello / "requirements.txt"
     requirements.write_text(requirements.read_text() + "# pinned again\n")
-    _, _, after = images.run_layers(request_for(hello))
+    _, _, after = run_layers(request_for(hello))
     assert after.inputs[0].image == before.inputs[0].image  # same tag ...
     assert after.inputs[0].digest != install_digest  # ... built again
     assert after.digest != agent_digest
@@ -88,7 +93,7 @@ def test_an_upstream_version_docker_cannot_tag_is_one_line(hello: Path) -> None:
     upstream = Upstream("pypi", "cowsay", "6.1+local")  # '+' is not allowed in a tag
     agent = dataclasses.replace(read_agent(hello), upstream=upstream)
     with pytest.raises(UserError, match="install image tag"):
-        images.agent_install_layer(agent)
+        agent_install_layer(agent)
 
 
 def test_install_context_has_the_folder_and_the_build_ca(
@@ -96,8 +101,8 @@ def test_install_context_has_the_folder_and_the_build_ca(
 ) -> None:
     bundle = tmp_path / "ca.pem"
     bundle.write_text("-----BEGIN CERTIFICATE-----\n")
-    monkeypatch.setenv(images.BUILD_CA_VARIABLE, str(bundle))
-    layer = images.agent_install_layer(read_agent(hello))
+    monkeypatch.setenv(BUILD_CA_VARIABLE, str(bundle))
+    layer = agent_install_layer(read_agent(hello))
     context = tmp_path / "context"
     context.mkdir()
     layer.write_context(context)
@@ -107,26 +112,26 @@ def test_install_context_has_the_folder_and_the_build_ca(
     assert (context / "build-ca" / "ca-bundle.crt").read_text() == bundle.read_text()
     digest = layer.digest
     bundle.write_text("another machine's CA\n")
-    assert images.agent_install_layer(read_agent(hello)).digest == digest
+    assert agent_install_layer(read_agent(hello)).digest == digest
 
 
 def test_without_a_bundle_build_ca_is_an_empty_folder(
     hello: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(images.BUILD_CA_VARIABLE, raising=False)
+    monkeypatch.delenv(BUILD_CA_VARIABLE, raising=False)
     monkeypatch.delenv("PIP_CERT", raising=False)
     context = tmp_path / "context"
     context.mkdir()
-    images.agent_install_layer(read_agent(hello)).write_context(context)
+    agent_install_layer(read_agent(hello)).write_context(context)
     assert list((context / "build-ca").iterdir()) == []
 
 
 def test_the_install_image_is_built_once_before_the_agent_layer(
     fake_docker: FakeDocker, hello: Path
 ) -> None:
-    layers = images.run_layers(request_for(hello))
+    layers = run_layers(request_for(hello))
     fake_docker.on("image", "inspect", status=1, stderr="Error: No such image\n")
-    images.ensure_layers(layers, output=BuildOutput(stream=io.StringIO()))
+    ensure_layers(layers, output=BuildOutput(stream=io.StringIO()))
     built = [argv[argv.index("--tag") + 1] for argv in fake_docker.calls() if "--tag" in argv]
     assert built == [
         layers[0].image,
@@ -177,7 +182,7 @@ def test_publishing_names_are_unchanged_by_the_install_image(hello: Path) -> Non
     ],
 )
 def test_install_error_picks_the_line_that_says_what_failed(log: list[str], line: str) -> None:
-    assert images.install_error(log) == line
+    assert install_error(log) == line
 
 
 def test_a_failed_install_build_is_one_line(fake_docker: FakeDocker, hello: Path) -> None:
@@ -189,9 +194,9 @@ def test_a_failed_install_build_is_one_line(fake_docker: FakeDocker, hello: Path
         + "The command '/bin/sh -c pip install' returned a non-zero code: 1\n",
         status=1,
     )
-    layer = images.agent_install_layer(read_agent(hello))
+    layer = agent_install_layer(read_agent(hello))
     with pytest.raises(ImageUnavailableError) as raised:
-        images.build_layer(layer, BuildOutput(stream=io.StringIO(), quiet=True))
+        build_layer(layer, BuildOutput(stream=io.StringIO(), quiet=True))
     message = str(raised.value)
     assert "\n" not in message
     assert message.startswith(

@@ -8,13 +8,13 @@ import pytest
 import yaml
 
 from ssebench import __version__
-from ssebench.chart_release import (
+from ssebench.errors import UserError
+from ssebench.images.chart_release import (
     RELEASE_REGISTRY_VARIABLE,
     chart_folder,
     release_registry,
     with_registry,
 )
-from ssebench.errors import UserError
 from tests.cli import ssebench
 
 

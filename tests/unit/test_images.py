@@ -17,10 +17,27 @@ from typing import Any
 
 import pytest
 
-from ssebench import images
+from ssebench.docker_cli import run_docker
 from ssebench.errors import ImageUnavailableError, UserError
 from ssebench.extensions import ImageRequest
-from ssebench.images import BuildOutput, Layer
+from ssebench.images.builds import (
+    BuildOutput,
+    build_argv,
+    build_case_images,
+    build_environment,
+    build_layer,
+    buildx_available,
+    ensure_layers,
+    prepare_images,
+)
+from ssebench.images.layers import (
+    DIGEST_LABEL,
+    Layer,
+    agent_layer,
+    case_layer,
+    environment_layer,
+    run_layers,
+)
 from ssebench.tasks import Task, load_task
 
 TINY_TASK = Path(__file__).resolve().parents[1] / "fixtures" / "datasets" / "tiny" / "tiny-add"
@@ -181,9 +198,9 @@ def fake_docker_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     # No Engine API socket there: what reads through the API falls back to the fake CLI.
     monkeypatch.setenv("DOCKER_HOST", f"unix://{fake.root}/no-docker.sock")
     # The answer about buildx is cached per process: neither take nor leave the fake's.
-    images.buildx_available.cache_clear()
+    buildx_available.cache_clear()
     yield fake
-    images.buildx_available.cache_clear()
+    buildx_available.cache_clear()
 
 
 @pytest.fixture
@@ -214,7 +231,7 @@ def agent_dir(tmp_path: Path) -> Path:
 
 
 def layers_of(task: Task, agent_dir: Path, **options: Any) -> tuple[Layer, Layer, Layer]:
-    return images.run_layers(
+    return run_layers(
         ImageRequest(
             task_id=task.id,
             dataset=task.dataset,
@@ -228,7 +245,7 @@ def layers_of(task: Task, agent_dir: Path, **options: Any) -> tuple[Layer, Layer
 
 
 def labels_answer(layer: Layer) -> str:
-    return json.dumps({images.DIGEST_LABEL: layer.digest}) + "\n"
+    return json.dumps({DIGEST_LABEL: layer.digest}) + "\n"
 
 
 # --- names --------------------------------------------------------------------------
@@ -250,7 +267,7 @@ def test_layer_names(task: Task, agent_dir: Path) -> None:
 
 def test_case_build_args_are_the_tasks(task: Task) -> None:
     task = replace(task, packages=("gcc", "make"), base_image="debian:trixie-slim")
-    layer = images.case_layer(task)
+    layer = case_layer(task)
     assert layer.build_args == {
         "BASE_IMAGE": "debian:trixie-slim",
         "PACKAGES": "gcc make",
@@ -260,38 +277,36 @@ def test_case_build_args_are_the_tasks(task: Task) -> None:
 
 def test_a_name_docker_refuses_is_a_user_error(task: Task) -> None:
     with pytest.raises(UserError, match="image name"):
-        images.case_layer(replace(task, id="ends-with-"))
+        case_layer(replace(task, id="ends-with-"))
     with pytest.raises(UserError, match="agent version"):
-        images.agent_layer(
-            task, images.case_layer(task), agent="a", version="-1", agent_dir=TINY_TASK
-        )
+        agent_layer(task, case_layer(task), agent="a", version="-1", agent_dir=TINY_TASK)
 
 
 def test_building_needs_the_task_folder(agent_dir: Path) -> None:
     request = ImageRequest(task_id="x", dataset="d", agent="a", agent_version="1")
     with pytest.raises(UserError, match="task's folder"):
-        images.run_layers(request)
+        run_layers(request)
 
 
 # --- digests ------------------------------------------------------------------------
 
 
 def test_digest_is_stable_and_follows_the_content(task: Task) -> None:
-    before = images.case_layer(task).digest
-    assert images.case_layer(task).digest == before
+    before = case_layer(task).digest
+    assert case_layer(task).digest == before
     source = task.path / "repo" / "tiny.py"
     source.write_text(source.read_text() + "# changed\n")
-    assert images.case_layer(task).digest != before
+    assert case_layer(task).digest != before
 
 
 def test_digest_ignores_caches_but_not_the_executable_bit(task: Task) -> None:
-    before = images.case_layer(task).digest
+    before = case_layer(task).digest
     cache = task.path / "repo" / "__pycache__"
     cache.mkdir()
     (cache / "tiny.cpython-311.pyc").write_bytes(b"\0")
-    assert images.case_layer(task).digest == before
+    assert case_layer(task).digest == before
     (task.path / "repo" / "tiny.py").chmod(0o755)
-    assert images.case_layer(task).digest != before
+    assert case_layer(task).digest != before
 
 
 @pytest.mark.parametrize(
@@ -304,7 +319,7 @@ def test_digest_ignores_caches_but_not_the_executable_bit(task: Task) -> None:
     ],
 )
 def test_digest_follows_the_task_metadata(task: Task, change: dict[str, Any]) -> None:
-    assert images.case_layer(replace(task, **change)).digest != images.case_layer(task).digest
+    assert case_layer(replace(task, **change)).digest != case_layer(task).digest
 
 
 def test_digest_of_a_layer_covers_its_parents(task: Task, agent_dir: Path) -> None:
@@ -318,7 +333,7 @@ def test_digest_of_a_layer_covers_its_parents(task: Task, agent_dir: Path) -> No
 
 
 def test_digest_follows_the_platform(task: Task) -> None:
-    assert images.case_layer(task, platform="linux/arm64").digest != images.case_layer(task).digest
+    assert case_layer(task, platform="linux/arm64").digest != case_layer(task).digest
 
 
 # --- build contexts -----------------------------------------------------------------
@@ -329,7 +344,7 @@ def test_case_context(task: Task, tmp_path: Path) -> None:
     (task.path / "repo" / "tiny.py").chmod(0o600)
     context = tmp_path / "context"
     context.mkdir()
-    images.case_layer(task).write_context(context)
+    case_layer(task).write_context(context)
     files = sorted(path.relative_to(context).as_posix() for path in context.rglob("*"))
     assert "repo/tiny.py" in files
     assert "task/reference.patch" in files
@@ -352,24 +367,24 @@ def test_agent_context_is_the_agent_folder(task: Task, agent_dir: Path, tmp_path
 
 
 def test_build_argv_with_buildx(task: Task) -> None:
-    layer = images.case_layer(task, platform="linux/arm64")
-    argv = images.build_argv(layer, Path("/ctx"), buildx=True)
+    layer = case_layer(task, platform="linux/arm64")
+    argv = build_argv(layer, Path("/ctx"), buildx=True)
     assert argv[:4] == ["docker", "buildx", "build", "--load"]
     assert argv[argv.index("--platform") + 1] == "linux/arm64"
     assert argv[argv.index("--tag") + 1] == layer.image
-    assert f"{images.DIGEST_LABEL}={layer.digest}" in argv
+    assert f"{DIGEST_LABEL}={layer.digest}" in argv
     assert "BASE_IMAGE=debian:bookworm-slim" in argv
     assert argv[-1] == "/ctx"
-    environment = images.build_environment(buildx=True)
+    environment = build_environment(buildx=True)
     assert environment.get("DOCKER_BUILDKIT") == os.environ.get("DOCKER_BUILDKIT")
 
 
 def test_build_argv_classic(task: Task) -> None:
-    argv = images.build_argv(images.case_layer(task), Path("/ctx"), buildx=False)
+    argv = build_argv(case_layer(task), Path("/ctx"), buildx=False)
     assert argv[:2] == ["docker", "build"]
     assert "--load" not in argv
     assert "--platform" not in argv
-    assert images.build_environment(buildx=False)["DOCKER_BUILDKIT"] == "0"
+    assert build_environment(buildx=False)["DOCKER_BUILDKIT"] == "0"
 
 
 @pytest.mark.parametrize(("buildx_status", "expected"), [(0, ["buildx", "build"]), (1, ["build"])])
@@ -378,7 +393,7 @@ def test_builder_follows_the_buildx_plugin(
 ) -> None:
     fake_docker.on("buildx", "version", status=buildx_status)
     stream = io.StringIO()
-    images.build_layer(images.case_layer(task), BuildOutput(stream=stream))
+    build_layer(case_layer(task), BuildOutput(stream=stream))
     builds = [argv for argv in fake_docker.calls() if "--tag" in argv]
     assert [argv[: len(expected)] for argv in builds] == [expected]
     build_record = next(record for record in fake_docker.records() if "--tag" in record["argv"])
@@ -388,8 +403,8 @@ def test_builder_follows_the_buildx_plugin(
 def test_buildx_is_asked_once(fake_docker: FakeDocker, task: Task) -> None:
     fake_docker.on("buildx", "version", status=1)
     output = BuildOutput(stream=io.StringIO())
-    images.build_layer(images.case_layer(task), output)
-    images.build_layer(images.case_layer(task), output)
+    build_layer(case_layer(task), output)
+    build_layer(case_layer(task), output)
     assert len(fake_docker.calls_of("buildx", "version")) == 1
 
 
@@ -399,7 +414,7 @@ def test_buildx_is_asked_once(fake_docker: FakeDocker, task: Task) -> None:
 def test_build_output_is_streamed_with_the_layer_name(fake_docker: FakeDocker, task: Task) -> None:
     fake_docker.on("build", stdout="Step 1/9 : FROM x\nStep 2/9 : RUN y\n")
     stream = io.StringIO()
-    images.build_layer(images.case_layer(task), BuildOutput(stream=stream))
+    build_layer(case_layer(task), BuildOutput(stream=stream))
     text = stream.getvalue()
     assert "building the case layer ssebench/case/tiny/tiny-add:" in text
     assert "  case | Step 2/9 : RUN y\n" in text
@@ -412,9 +427,9 @@ def test_failed_build_names_the_layer_and_the_end_of_its_log(
     log = "".join(f"line {number}\n" for number in range(100))
     fake_docker.on("build", stdout=log + "E: Unable to locate package nosuch\n", status=1)
     stream = io.StringIO()
-    layer = images.case_layer(task)
+    layer = case_layer(task)
     with pytest.raises(UserError) as raised:
-        images.build_layer(layer, BuildOutput(stream=stream, quiet=True))
+        build_layer(layer, BuildOutput(stream=stream, quiet=True))
     message = str(raised.value)
     assert isinstance(raised.value, ImageUnavailableError)
     assert f"case layer {layer.image} failed" in message
@@ -426,7 +441,7 @@ def test_failed_build_names_the_layer_and_the_end_of_its_log(
 def test_build_of_an_unreachable_daemon(fake_docker: FakeDocker, task: Task) -> None:
     fake_docker.on("build", stderr=UNREACHABLE + "\n", status=1)
     with pytest.raises(UserError, match=r"^Docker is not reachable: Cannot connect") as raised:
-        images.build_layer(images.case_layer(task), BuildOutput(stream=io.StringIO()))
+        build_layer(case_layer(task), BuildOutput(stream=io.StringIO()))
     assert "Start the Docker daemon" in str(raised.value)
     assert "\n" not in str(raised.value)
 
@@ -436,7 +451,7 @@ def test_current_layers_are_not_built_again(
 ) -> None:
     layers = layers_of(task, agent_dir)
     fake_docker.on("image", "inspect", "*", "*", layers[-1].image, stdout=labels_answer(layers[-1]))
-    images.ensure_layers(layers, output=BuildOutput(stream=io.StringIO()))
+    ensure_layers(layers, output=BuildOutput(stream=io.StringIO()))
     assert fake_docker.calls() == [
         ["image", "inspect", "--format", "{{json .Config.Labels}}", layers[-1].image]
     ]
@@ -452,7 +467,7 @@ def test_only_stale_layers_are_built_bottom_first(
         "image", "inspect", "*", "*", tool.image, stdout='{"ssebench.layer-digest": "x"}'
     )
     fake_docker.on("image", "inspect", status=1, stderr="Error: No such image\n")
-    images.ensure_layers([case, tool, agent], output=BuildOutput(stream=io.StringIO()))
+    ensure_layers([case, tool, agent], output=BuildOutput(stream=io.StringIO()))
     built = [argv[argv.index("--tag") + 1] for argv in fake_docker.calls() if "--tag" in argv]
     # The agent layer's input, its (here empty) install image, is built just before it.
     (install,) = agent.inputs
@@ -463,7 +478,7 @@ def test_rebuild_builds_every_layer(fake_docker: FakeDocker, task: Task, agent_d
     layers = layers_of(task, agent_dir)
     for layer in layers:
         fake_docker.on("image", "inspect", "*", "*", layer.image, stdout=labels_answer(layer))
-    images.ensure_layers(layers, rebuild=True, output=BuildOutput(stream=io.StringIO()))
+    ensure_layers(layers, rebuild=True, output=BuildOutput(stream=io.StringIO()))
     built = [argv[argv.index("--tag") + 1] for argv in fake_docker.calls() if "--tag" in argv]
     case, tool, agent = layers
     assert built == [case.image, tool.image, "ssebench/agent-install-empty:1", agent.image]
@@ -472,8 +487,8 @@ def test_rebuild_builds_every_layer(fake_docker: FakeDocker, task: Task, agent_d
 
 def test_build_case_images_returns_the_names(fake_docker: FakeDocker, task: Task) -> None:
     fake_docker.on("image", "inspect", status=1)
-    names = images.build_case_images([task], output=BuildOutput(stream=io.StringIO()))
-    assert names == [images.case_layer(task).image]
+    names = build_case_images([task], output=BuildOutput(stream=io.StringIO()))
+    assert names == [case_layer(task).image]
     assert len([argv for argv in fake_docker.calls() if "--tag" in argv]) == 1
 
 
@@ -493,7 +508,7 @@ def prebuilt_request(**options: Any) -> ImageRequest:
 
 
 def test_prebuilt_pulls_the_published_image(fake_docker: FakeDocker) -> None:
-    result = images.prepare_images(
+    result = prepare_images(
         prebuilt_request(platform="linux/arm64"), BuildOutput(stream=io.StringIO())
     )
     assert result.run == "registry.example/ssebench/agent-reference/tiny-add:1"
@@ -506,7 +521,7 @@ def test_prebuilt_falls_back_to_a_local_copy_with_a_warning(fake_docker: FakeDoc
     fake_docker.on("pull", stderr="Error response from daemon: no route to registry\n", status=1)
     fake_docker.on("image", "inspect", stdout="sha256:1234\n")
     stream = io.StringIO()
-    result = images.prepare_images(prebuilt_request(), BuildOutput(stream=stream))
+    result = prepare_images(prebuilt_request(), BuildOutput(stream=stream))
     assert f"warning: cannot pull {result.run} (no route to registry)" in stream.getvalue()
 
 
@@ -514,7 +529,7 @@ def test_prebuilt_missing_everywhere(fake_docker: FakeDocker) -> None:
     fake_docker.on("pull", stderr="Error response from daemon: manifest unknown\n", status=1)
     fake_docker.on("image", "inspect", stderr="Error: No such image\n", status=1)
     with pytest.raises(ImageUnavailableError) as raised:
-        images.prepare_images(prebuilt_request(), BuildOutput(stream=io.StringIO()))
+        prepare_images(prebuilt_request(), BuildOutput(stream=io.StringIO()))
     assert raised.value.image == "registry.example/ssebench/agent-reference/tiny-add:1"
     assert "manifest unknown" in str(raised.value)
     assert "--prebuilt" in str(raised.value)
@@ -523,7 +538,7 @@ def test_prebuilt_missing_everywhere(fake_docker: FakeDocker) -> None:
 def test_prebuilt_with_the_daemon_down(fake_docker: FakeDocker) -> None:
     fake_docker.on("pull", stderr=UNREACHABLE + "\n", status=1)
     with pytest.raises(UserError, match="Docker is not reachable"):
-        images.prepare_images(prebuilt_request(), BuildOutput(stream=io.StringIO()))
+        prepare_images(prebuilt_request(), BuildOutput(stream=io.StringIO()))
 
 
 def test_prepare_builds_the_agent_image(
@@ -538,7 +553,7 @@ def test_prepare_builds_the_agent_image(
         task_dir=task.path,
         agent_dir=agent_dir,
     )
-    result = images.prepare_images(request, BuildOutput(stream=io.StringIO()))
+    result = prepare_images(request, BuildOutput(stream=io.StringIO()))
     assert result.run == "ssebench/agent-solver/tiny-add:2.0"
     assert result.environment is None
 
@@ -546,7 +561,7 @@ def test_prepare_builds_the_agent_image(
 def test_docker_not_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(UserError, match="docker command is not installed"):
-        images.run_docker(["version"])
+        run_docker(["version"])
 
 
 # --- a task's own environment (environment/Dockerfile) -------------------------------
@@ -562,28 +577,28 @@ def task_with_environment(task: Task, tmp_path: Path) -> Task:
 
 
 def test_the_case_layer_starts_from_the_tasks_environment(task_with_environment: Task) -> None:
-    environment = images.environment_layer(task_with_environment)
+    environment = environment_layer(task_with_environment)
     assert environment is not None and environment.build_ca
     assert environment.image == f"ssebench/environment/tiny/tiny-add:{environment.digest[:12]}"
-    case = images.case_layer(task_with_environment)
+    case = case_layer(task_with_environment)
     assert case.build_args["BASE_IMAGE"] == environment.image
     assert case.inputs == (environment,)
     # A changed environment Dockerfile is a new environment and so a new case image.
     (task_with_environment.path / "environment" / "Dockerfile").write_text("FROM other\n")
-    assert images.case_layer(task_with_environment).digest != case.digest
+    assert case_layer(task_with_environment).digest != case.digest
 
 
 def test_a_task_without_environment_has_none(task: Task) -> None:
-    assert images.environment_layer(task) is None
-    assert images.case_layer(task).inputs == ()
+    assert environment_layer(task) is None
+    assert case_layer(task).inputs == ()
 
 
 def test_the_environment_is_built_before_the_case_layer(
     fake_docker: FakeDocker, task_with_environment: Task, tmp_path: Path
 ) -> None:
     fake_docker.on("image", "inspect", status=1, stderr="Error: No such image\n")
-    names = images.build_case_images([task_with_environment], output=BuildOutput(io.StringIO()))
+    names = build_case_images([task_with_environment], output=BuildOutput(io.StringIO()))
     built = [argv[argv.index("--tag") + 1] for argv in fake_docker.calls() if "--tag" in argv]
-    environment = images.environment_layer(task_with_environment)
+    environment = environment_layer(task_with_environment)
     assert environment is not None
     assert built == [environment.image, names[0]]

@@ -48,5 +48,5 @@ def test_the_podman_backend_imports_only_public_api() -> None:
 
 def test_the_check_catches_a_private_import(tmp_path: Path) -> None:
     source = tmp_path / "backend.py"
-    source.write_text("from ssebench import labels\nfrom ssebench.images import run_docker\n")
-    assert imported_modules(source) == {"ssebench.labels", "ssebench.images.run_docker"}
+    source.write_text("from ssebench import labels\nfrom ssebench.images.builds import run_build\n")
+    assert imported_modules(source) == {"ssebench.labels", "ssebench.images.builds.run_build"}

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ssebench import publish
 from ssebench.agents import load_agent
 from ssebench.errors import UserError
 from ssebench.extensions import ImageRequest, Images, prebuilt_images
+from ssebench.images import publish
 from ssebench.tasks.dataset import load_dataset
 from tests.cli import ssebench
 

@@ -134,8 +134,9 @@ def register(commands: Any) -> None:
 
 
 def publish_command(arguments: argparse.Namespace) -> int:
-    from ssebench import image_layers, publish
+    from ssebench import image_layers
     from ssebench.agents import load_agent
+    from ssebench.images import publish
     from ssebench.tasks.dataset import resolve_dataset
 
     if arguments.catalog:
@@ -191,7 +192,7 @@ def publish_command(arguments: argparse.Namespace) -> int:
 
 
 def build_services_command(arguments: argparse.Namespace) -> int:
-    from ssebench.services import SERVICES, build_service
+    from ssebench.images.services import SERVICES, build_service
 
     built = [
         build_service(
@@ -213,7 +214,7 @@ def build_services_command(arguments: argparse.Namespace) -> int:
 def publish_chart_command(arguments: argparse.Namespace) -> int:
     import os
 
-    from ssebench.chart_release import publish_chart, release_registry
+    from ssebench.images.chart_release import publish_chart, release_registry
 
     registry = release_registry(arguments.registry, dict(os.environ))
     release = publish_chart(

@@ -87,7 +87,7 @@ def _local_tasks(arguments: argparse.Namespace, command: str) -> list[Task]:
 
 
 def check_command(arguments: argparse.Namespace) -> int:
-    from ssebench.images import BuildOutput
+    from ssebench.images.builds import BuildOutput
     from ssebench.tasks.check import check_task
 
     checks = []

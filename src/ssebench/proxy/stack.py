@@ -21,9 +21,10 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
+from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import UserError
 from ssebench.extensions import ProxyEndpoint
-from ssebench.images import add_build_ca, failure_reason, run_docker
+from ssebench.images.layers import add_build_ca
 from ssebench.scratch import scratch_folder
 
 from .models import MASTER_KEY_VARIABLE, ModelCatalog

@@ -51,7 +51,7 @@ class Spec:
         """The environment/Dockerfile of a task built from this specification.
 
         pip installs in a stage of its own, the only one that sees the build CA
-        (build-ca/, see images.add_build_ca); the final stage copies the venv only.
+        (build-ca/, see images/layers.py, add_build_ca); the final stage copies the venv only.
         """
         # git and ca-certificates: what the case layer installs anyway, here so that its
         # apt step finds them and downloads nothing.

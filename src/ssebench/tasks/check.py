@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from ssebench.docker_cli import DOCKER, docker_missing
 from ssebench.errors import UserError
-from ssebench.images import DOCKER, BuildOutput, build_case_images, docker_missing
+from ssebench.images.builds import BuildOutput, build_case_images
 from ssebench.tasks.model import Task
 
 SCRIPT = Path(__file__).with_name("in_image_check.py")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from ssebench import images, safe_tar
+from ssebench import docker_cli, safe_tar
 from ssebench.backends.docker.children import end_process
 from ssebench.backends.docker.commands import (
     container_ids,
@@ -29,6 +29,7 @@ from ssebench.backends.docker.names import (
     archive_volume_name,
     container_name,
 )
+from ssebench.docker_cli import DOCKER, failure_reason, run_docker
 from ssebench.errors import BackendError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
@@ -39,7 +40,6 @@ from ssebench.extensions import (
     RunHandle,
     RunSpec,
 )
-from ssebench.images import DOCKER, failure_reason, run_docker
 from ssebench.labels import ARCHIVE_OF
 
 # Reads of `docker cp`'s tar stream.
@@ -139,7 +139,7 @@ def copy_archive(
                 stderr=errors,
             )
         except FileNotFoundError:
-            raise images.docker_missing() from None
+            raise docker_cli.docker_missing() from None
         assert process.stdout is not None
         try:
             report = safe_tar.extract(_chunks(process.stdout), target, limits)

@@ -30,7 +30,7 @@ from ssebench.backends.docker.names import (
     agent_container_name,
     container_name,
 )
-from ssebench.docker_cli import DOCKER, failure_reason, run_docker
+from ssebench.docker_cli import DOCKER, docker_missing, failure_reason, run_docker
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
     DEADLINE_LABEL,
@@ -52,15 +52,15 @@ from ssebench.extensions import (
 from ssebench.lazy_modules import LazyModule
 
 if TYPE_CHECKING:
-    from ssebench import images
     from ssebench.backends.docker import archive, children, cleanup, containers, logs
     from ssebench.backends.docker import network as docker_network
     from ssebench.image_layers import ImageBuilder
+    from ssebench.images import builds
 else:
     # Imported on first use: `ssebench runs list` and `runs inspect` need only listing,
     # and these (image builds, the proxy's network, tar extraction) would double their
     # start-up (docs/performance.md, "Start-up").
-    images = LazyModule("ssebench.images")
+    builds = LazyModule("ssebench.images.builds")
     archive = LazyModule("ssebench.backends.docker.archive")
     children = LazyModule("ssebench.backends.docker.children")
     cleanup = LazyModule("ssebench.backends.docker.cleanup")
@@ -93,18 +93,18 @@ class DockerBackend(Backend):
     # -- images ----------------------------------------------------------------------
 
     def prepare_images(self, request: ImageRequest) -> Images:
-        output = images.BuildOutput(quiet=self.quiet_builds)
+        output = builds.BuildOutput(quiet=self.quiet_builds)
         if request.prebuilt:
-            return images.prepare_images(request, output)
+            return builds.prepare_images(request, output)
         # The public layer API, as every backend that builds images uses it.
         from ssebench import image_layers  # here: only a build needs it, not `runs list`
 
         return image_layers.build_images(
-            request, build=images.docker_builder(output), image_labels=images.docker_image_labels
+            request, build=builds.docker_builder(output), image_labels=builds.docker_image_labels
         )
 
     def image_builder(self) -> ImageBuilder:
-        return images.docker_image_builder(images.BuildOutput(quiet=self.quiet_builds))
+        return builds.docker_image_builder(builds.BuildOutput(quiet=self.quiet_builds))
 
     def copy_from_image(
         self,
@@ -202,7 +202,7 @@ class DockerBackend(Backend):
                         pass_fds=(env_descriptor,),
                     )
                 except FileNotFoundError:
-                    raise images.docker_missing() from None
+                    raise docker_missing() from None
                 self._wait_until_created(process, name, spec.run_id)
             except BaseException:
                 children.discard(process, name)
@@ -263,7 +263,7 @@ class DockerBackend(Backend):
                         pass_fds=(agent_env[1],),
                     )
                 except FileNotFoundError:
-                    raise images.docker_missing() from None
+                    raise docker_missing() from None
                 self._wait_until_created(process, agent_name, spec.run_id)
             except BaseException:
                 if process is not None:

@@ -8,12 +8,12 @@ import contextlib
 import subprocess
 import threading
 
-from ssebench import images
+from ssebench import docker_cli
 from ssebench.backends.docker import network
 from ssebench.backends.docker.commands import remove_container
+from ssebench.docker_cli import DOCKER
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import RunHandle
-from ssebench.images import DOCKER
 
 # The `docker run` processes started by this process, by container name.
 _processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -49,7 +49,7 @@ def follow_output(name: str) -> None:
             [DOCKER, "logs", "--follow", name], stdin=subprocess.DEVNULL, start_new_session=True
         )
     except FileNotFoundError:
-        raise images.docker_missing() from None
+        raise docker_cli.docker_missing() from None
     with PROCESSES_LOCK:
         _followers[name] = follower
 

@@ -29,6 +29,7 @@ from ssebench.backends.docker.names import (
     agent_container_name,
     container_name,
 )
+from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import BackendError
 from ssebench.extensions import (
     DEADLINE_LABEL,
@@ -42,7 +43,6 @@ from ssebench.extensions import (
     RunHandle,
 )
 from ssebench.host_processes import process_exists
-from ssebench.images import failure_reason, run_docker
 from ssebench.labels import ARCHIVE_OF
 
 

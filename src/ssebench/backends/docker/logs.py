@@ -8,10 +8,10 @@ import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 
-from ssebench import images
+from ssebench import docker_cli
 from ssebench.backends.docker.names import NAME
+from ssebench.docker_cli import DOCKER, raise_if_unreachable
 from ssebench.errors import BackendError
-from ssebench.images import DOCKER, raise_if_unreachable
 
 
 def pair_logs(run_id: str, names: Sequence[str], follow: bool) -> Iterator[str]:
@@ -83,7 +83,7 @@ def container_logs(
             errors="replace",
         )
     except FileNotFoundError:
-        raise images.docker_missing() from None
+        raise docker_cli.docker_missing() from None
     last = ""
     assert process.stdout is not None
     try:

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ssebench.backends.docker import firewall
+from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import BackendError
-from ssebench.images import failure_reason, run_docker
 from ssebench.labels import PAIR, abandoned_reason
 from ssebench.proxy.stack import PROJECT as PROXY_PROJECT
 from ssebench.proxy.stack import SERVICE as PROXY_SERVICE

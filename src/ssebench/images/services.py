@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ssebench import __version__
+from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import UserError
-from ssebench.images import add_build_ca, failure_reason, run_docker
+from ssebench.images.layers import add_build_ca
 from ssebench.scratch import scratch_folder
 
 SERVICES = ("litellm", "catalog", "webui", "postgres")
@@ -22,7 +23,7 @@ BUILD_TIMEOUT_SECONDS = 1800.0
 
 def checkout() -> Path:
     """The source tree these images are built from: the one this module is in."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     if not (root / "deploy" / "images").is_dir() or not (root / "pyproject.toml").is_file():
         raise UserError("build-services needs a checkout of ssebench (deploy/images is missing)")
     return root

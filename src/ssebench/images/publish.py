@@ -80,7 +80,7 @@ def published_names(requests: Iterable[ImageRequest]) -> list[str]:
 
 
 def build_all(requests: Iterable[ImageRequest], build: Build) -> list[Publication]:
-    """Build each request's layers (build: images.prepare_images) and pair every local
+    """Build each request's layers (build: builds.prepare_images) and pair every local
     image with its published name. A name that two builds would give different images
     is refused: it would publish one of them silently."""
     pairs: dict[str, str] = {}

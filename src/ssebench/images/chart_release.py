@@ -26,10 +26,13 @@ from typing import Any
 
 import yaml
 
-from ssebench import __version__, images, publish
+from ssebench import __version__
+from ssebench.docker_cli import run_docker
 from ssebench.errors import UserError
+from ssebench.images import publish
+from ssebench.images.builds import docker_image_builder
+from ssebench.images.services import SERVICES, service_image
 from ssebench.scratch import scratch_folder
-from ssebench.services import SERVICES, service_image
 
 __all__ = ["RELEASE_REGISTRY_VARIABLE", "ChartRelease", "publish_chart", "release_registry"]
 
@@ -66,7 +69,7 @@ def release_registry(given: str | None, environment: dict[str, str]) -> str:
 
 
 def chart_folder() -> Path:
-    return Path(__file__).resolve().parents[2] / "deploy" / "helm" / CHART_NAME
+    return Path(__file__).resolve().parents[3] / "deploy" / "helm" / CHART_NAME
 
 
 def _check_versions(chart: Path) -> str:
@@ -120,15 +123,13 @@ def _push_images(registry: str, images_from: str, version: str) -> tuple[str, ..
         )
         for name in SERVICES
     ]
-    missing = [
-        local for local, _ in pairs if images.run_docker(["image", "inspect", local]).returncode
-    ]
+    missing = [local for local, _ in pairs if run_docker(["image", "inspect", local]).returncode]
     if missing:
         raise UserError(
             f"{', '.join(missing)} not in the local Docker store: build them with `ssebench "
             f"images build-services --registry {images_from} --tag {version}` first"
         )
-    docker = images.docker_image_builder()
+    docker = docker_image_builder()
     publications = [publish.Publication(local, name) for local, name in pairs]
     publish.deliver(publications, "push", tag=docker.tag, push=docker.push)
     return tuple(name for _, name in pairs)
