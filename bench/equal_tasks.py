@@ -96,17 +96,20 @@ def expected(rounds: int) -> int:
     return total
 
 
-def write_equal_tasks(folder: Path, count: int, rounds: int = ROUNDS) -> Path:
-    """count equal tasks under folder (a new dataset named equal-<count>), with their
-    manifest, whose hidden test spins rounds steps; returns folder."""
+def write_equal_tasks(
+    folder: Path, count: int, rounds: int = ROUNDS, prefix: str = "equal"
+) -> Path:
+    """count equal tasks under folder (a new dataset named <prefix>-<count>, the tasks
+    <prefix>-01 and on), with their manifest, whose hidden test spins rounds steps;
+    returns folder."""
     answer = expected(rounds)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "dataset.yaml").write_text(
-        f"name: equal-{count}\nversion: 1\n"
+        f"name: {prefix}-{count}\nversion: 1\n"
         f"description: {count} equal synthetic tasks (bench/equal_tasks.py)\n"
     )
     for number in range(1, count + 1):
-        task_id = f"equal-{number:03d}" if count > 99 else f"equal-{number:02d}"
+        task_id = f"{prefix}-{number:03d}" if count > 99 else f"{prefix}-{number:02d}"
         task = folder / task_id
         (task / "repo" / "tests").mkdir(parents=True, exist_ok=True)
         (task / "hidden" / "hidden_tests").mkdir(parents=True, exist_ok=True)

@@ -98,7 +98,8 @@ def counted_requests() -> Iterator[tuple[Counter[str], dict[str, float]]]:
     original_websocket = ws_client.WSClient.__init__
 
     def key(method: str, url: str) -> str:
-        return f"{method} {re.sub(r'/ssebench-[^/?]+', '/<run>', url.split('?')[0])}"
+        path = re.sub(r"/ssebench-probe-[0-9a-f]+-(\w+)", r"/<probe-\1>", url.split("?")[0])
+        return f"{method} {re.sub(r'/ssebench-[^/?]+', '/<run>', path)}"
 
     def counted_request(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
