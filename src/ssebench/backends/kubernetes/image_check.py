@@ -45,9 +45,11 @@ from ssebench.backends.kubernetes.policy_check import (
 
 # The whole check, pulling included; then the node cannot tell yet.
 CHECK_SECONDS = 45.0
-POLL_SECONDS = 0.5
-# The first look at the pod: a pod is not scheduled and its container started sooner.
-FIRST_LOOK_SECONDS = 1.0
+# The first look at the pod, and the pause between later ones: a pod is not scheduled
+# and its container started sooner, and one more second matters little to a check made
+# once an hour.
+FIRST_LOOK_SECONDS = 1.5
+POLL_SECONDS = 1.0
 # How long a node's "present" serves every ssebench process of this user.
 ANSWER_SECONDS = 3600
 
