@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -121,50 +120,6 @@ def test_reference_patch_is_in_the_secret_and_mounted_read_only(tmp_path: Path) 
     assert volume["secret"]["items"] == [{"key": manifests.REFERENCE_PATCH_KEY, "path": file_name}]
     _, _, plain = render(make_spec(tmp_path))
     assert "reference" not in json.dumps(plain["spec"]["template"]["spec"]["volumes"])
-
-
-def test_a_patch_from_the_image_is_copied_by_an_init_container(tmp_path: Path) -> None:
-    """The run's pod copies the reference patch out of its own image, unprivileged but
-    for reading, into a volume the task container mounts read-only and into the results
-    (the run directory's copy); the Secret holds no patch."""
-    spec = make_spec(tmp_path)
-    name = manifests.object_name(spec.run_id)
-    object_labels, annotations = manifests.split_labels(spec.labels)
-    from_image = manifests.PatchFromImage("/ssebench/task/reference.patch", "reference.patch")
-    job = manifests.job(
-        spec,
-        name,
-        object_labels,
-        annotations,
-        KubernetesSettings(image_pull_policy="Never"),
-        has_reference_patch=False,
-        patch_from_image=from_image,
-    )
-    pod = job["spec"]["template"]["spec"]
-    [init] = pod["initContainers"]
-    assert init["image"] == spec.image and init["imagePullPolicy"] == "Never"
-    folder, _, _ = REFERENCE_PATCH_TARGET.rpartition("/")
-    assert init["command"] == [
-        *("sh", "-c", manifests.REFERENCE_SCRIPT),
-        *("/ssebench/task/reference.patch", REFERENCE_PATCH_TARGET),
-        f"{RESULTS_TARGET}/reference.patch",
-    ]
-    assert init["securityContext"]["capabilities"] == {
-        "drop": ["ALL"],
-        "add": ["DAC_READ_SEARCH"],
-    }
-    assert init["securityContext"]["readOnlyRootFilesystem"] is True
-    assert "env" not in init and "envFrom" not in init  # nothing of the Secret
-    mount = next(m for m in containers(job)["task"]["volumeMounts"] if m["name"] == "reference")
-    assert mount == {"name": "reference", "mountPath": folder, "readOnly": True}
-    volume = next(v for v in pod["volumes"] if v["name"] == "reference")
-    assert volume == {"name": "reference", "emptyDir": {"sizeLimit": "256Mi"}}
-    secret = manifests.secret(spec, name, object_labels, annotations, None)
-    assert manifests.REFERENCE_PATCH_KEY not in secret["data"]
-    with pytest.raises(BackendError, match="plain file name"):
-        manifests.PatchFromImage("/p", "../escape")
-    _, _, plain = render(spec)
-    assert "initContainers" not in plain["spec"]["template"]["spec"]
 
 
 def test_job_fields(tmp_path: Path) -> None:
@@ -347,21 +302,3 @@ def test_owned_objects_name_the_job_and_keep_their_metadata() -> None:
     owned = manifests.owned(body, references)
     assert owned["metadata"] == {**body["metadata"], "ownerReferences": references}
     assert "ownerReferences" not in body["metadata"], "the body given is left as it was"
-
-
-@pytest.mark.parametrize("results_copy", [True, False])
-def test_the_init_containers_script_copies_the_patch(tmp_path: Path, results_copy: bool) -> None:
-    """REFERENCE_SCRIPT under sh: the patch readable by all for the task container, and
-    the results' copy only when asked for; a missing patch fails the script."""
-    source = tmp_path / "reference.patch"
-    source.write_bytes(b"--- a\n+++ b\n")
-    source.chmod(0o600)
-    target, results = tmp_path / "patch.diff", tmp_path / "results.patch"
-    argv = ["sh", "-c", manifests.REFERENCE_SCRIPT, str(source), str(target)]
-    subprocess.run([*argv, str(results) if results_copy else ""], check=True)
-    assert target.read_bytes() == b"--- a\n+++ b\n" and target.stat().st_mode & 0o777 == 0o444
-    assert results.exists() is results_copy
-    if results_copy:
-        assert results.read_bytes() == b"--- a\n+++ b\n"
-    missing = ["sh", "-c", manifests.REFERENCE_SCRIPT, str(tmp_path / "none"), str(tmp_path / "t")]
-    assert subprocess.run([*missing, ""], capture_output=True).returncode != 0

@@ -6,6 +6,7 @@ run fails here."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import io
 import tarfile
@@ -71,6 +72,14 @@ def empty_tar() -> bytes:
     return buffer.getvalue()
 
 
+def copy_pod() -> Any:
+    """The short pod that copies a file out of an image, its container running."""
+    return SimpleNamespace(
+        metadata=SimpleNamespace(resource_version="1", deletion_timestamp=None),
+        status=SimpleNamespace(phase="Running", container_statuses=[container("copy", "running")]),
+    )
+
+
 class RecordingApi:
     """Every request of the run, in order: the client's methods by name, and each exec
     (a websocket) as "exec <container> <command>". The pod starts on the second list;
@@ -92,6 +101,8 @@ class RecordingApi:
             if method == "list_namespaced_pod":
                 self.lists += 1
                 return SimpleNamespace(items=[pod("waiting" if self.lists == 1 else "running")])
+            if method == "read_namespaced_pod" and str(args[0]).startswith("ssebench-copy-"):
+                return copy_pod()
             if method == "read_namespaced_pod":
                 return self.pod_after_exit
             if method == "read_namespaced_pod_log":
@@ -107,7 +118,6 @@ def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RecordingApi:
     install_api(monkeypatch, api)
     monkeypatch.setattr(backend.time, "sleep", lambda seconds: None)
     monkeypatch.setattr(backend, "_images_present", set())
-    monkeypatch.setattr(backend, "_deferred_copies", {})
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
     def exec_stream(
@@ -116,6 +126,8 @@ def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RecordingApi:
         api.requests.append(f"exec {where} {command[0]}")
         if command[0] == "tar":
             yield empty_tar()
+        if command[0] == "cat":
+            yield b"the patch"
 
     monkeypatch.setattr(KubernetesBackend, "_exec_stream", exec_stream)
     return api
@@ -164,6 +176,7 @@ def reference_run(kubernetes: KubernetesBackend, tmp_path: Path) -> None:
     images = kubernetes.prepare_images(request())
     spec = make_spec(tmp_path, image=images.run)
     patch = Path(spec.results.source) / "reference.patch"
+    patch.parent.mkdir(parents=True, exist_ok=True)  # the Runner makes the run directory
     kubernetes.copy_from_image(images.run, IMAGE_REFERENCE_PATCH, patch, None, labels=spec.labels)
     spec = dataclasses.replace(
         spec, artifacts=(Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
@@ -176,72 +189,61 @@ def reference_run(kubernetes: KubernetesBackend, tmp_path: Path) -> None:
     kubernetes.cleanup(handle)
 
 
-def test_a_whole_reference_run_costs_thirteen_requests_then_ten(
+# The reference patch, out of the run's image: a short pod of its own (create, one
+# read after its first 2 s, exec cat, delete), then the patch goes in the Secret.
+COPY = [
+    "create_namespaced_pod",
+    "read_namespaced_pod",
+    "exec copy cat",
+    "delete_namespaced_pod",
+]
+
+
+def test_a_whole_reference_run_costs_seventeen_requests_then_fourteen(
     api: RecordingApi, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The image check is one short pod (create, one read after its first second,
-    delete); the reference patch costs nothing of its own: the run's pod copies it out
-    of its image with an init container, and the Secret does not carry it. The next
-    process (the same image within the hour) finds the check's answer kept."""
+    """The image check is one short pod (create, one read after its first 1.5 s,
+    delete), the reference patch's copy another (the contract: the Secret carries the
+    patch, the pod has two containers). The next process (the same image within the
+    hour) finds the check's answer kept."""
     kubernetes = KubernetesBackend(KubernetesSettings(namespace="runs"))
     reference_run(kubernetes, tmp_path)
     assert api.requests == [
         "create_namespaced_pod",
         "read_namespaced_pod",
         "delete_namespaced_pod",
+        *COPY,
         *RUN,
     ]
+    assert (tmp_path / RUN_ID / "reference.patch").read_bytes() == b"the patch"
     job = api.bodies["create_namespaced_job"]
-    [init] = job["spec"]["template"]["spec"]["initContainers"]
-    assert init["name"] == manifests.REFERENCE_CONTAINER
-    assert init["command"][3:] == [
-        IMAGE_REFERENCE_PATCH,
-        REFERENCE_PATCH_TARGET,
-        f"{manifests.RESULTS_TARGET}/reference.patch",
+    pod_spec = job["spec"]["template"]["spec"]
+    assert "initContainers" not in pod_spec
+    assert [c["name"] for c in pod_spec["containers"]] == [
+        manifests.TASK_CONTAINER,
+        manifests.COLLECTOR_CONTAINER,
     ]
-    assert manifests.REFERENCE_PATCH_KEY not in api.bodies["create_namespaced_secret"]["data"]
+    secret = api.bodies["create_namespaced_secret"]
+    assert base64.b64decode(secret["data"][manifests.REFERENCE_PATCH_KEY]) == b"the patch"
 
     api.requests.clear()
     api.lists = 0
     monkeypatch.setattr(backend, "_images_present", set())  # another process
     reference_run(kubernetes, tmp_path / "again")
-    assert api.requests == RUN
+    assert api.requests == [*COPY, *RUN]
 
 
-def test_a_patch_copied_for_another_image_goes_in_the_secret(
-    api: RecordingApi, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+def test_copy_from_image_without_a_run_is_a_short_pod_too(
+    api: RecordingApi, tmp_path: Path
 ) -> None:
-    """copy_from_image without a run's labels, or for an image the run does not run,
-    reads the file out of a short pod of its own, as before."""
-    copy = SimpleNamespace(
-        metadata=SimpleNamespace(resource_version="1", deletion_timestamp=None),
-        status=SimpleNamespace(phase="Running", container_statuses=[container("copy", "running")]),
-    )
-    api.pod_after_exit = copy
-    copied: list[str] = []
-
-    def exec_stream(self: Any, namespace: str, name: str, where: str, command: list[str]):
-        copied.append(f"exec {where} {' '.join(command)}")
-        yield b"the patch"
-
-    monkeypatch.setattr(KubernetesBackend, "_exec_stream", exec_stream)
+    """copy_from_image without a run's labels reads the file out of a short pod of the
+    image all the same: the four requests of COPY."""
     kubernetes = KubernetesBackend(KubernetesSettings(namespace="runs"))
     dest = tmp_path / "patch"
     kubernetes.copy_from_image("r/x:1", IMAGE_REFERENCE_PATCH, dest, None)
     assert dest.read_bytes() == b"the patch"
-    assert api.requests == ["create_namespaced_pod", "read_namespaced_pod", "delete_namespaced_pod"]
-    assert copied == [f"exec copy cat -- {IMAGE_REFERENCE_PATCH}"]
-
-    spec = make_spec(tmp_path)
-    other = tmp_path / "other.patch"
-    kubernetes.copy_from_image("r/other:1", IMAGE_REFERENCE_PATCH, other, None, labels=spec.labels)
-    assert not other.exists()  # deferred to the run
-    manifests_patch, patch = kubernetes._reference_patch(
-        dataclasses.replace(
-            spec, artifacts=(Mount(target=REFERENCE_PATCH_TARGET, source=str(other)),)
-        )
-    )
-    assert manifests_patch is None and patch == b"the patch"
+    assert api.requests == COPY
+    assert api.bodies["create_namespaced_pod"]["spec"]["containers"][0]["image"] == "r/x:1"
 
 
 def test_a_kept_run_stops_its_collector_and_deletes_nothing(

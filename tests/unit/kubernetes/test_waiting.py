@@ -185,48 +185,27 @@ def test_the_run_is_the_pod_it_started_in_not_a_replacement(
         kubernetes.collect_results(handle, Path("/nonexistent"))
 
 
-def with_init(task_pod: Any, *, waiting: str | None = None, exit_code: int | None = None) -> Any:
-    """task_pod with the reference patch's init container, pulling or ended."""
-    state = SimpleNamespace(
-        running=None,
-        terminated=None
-        if exit_code is None
-        else SimpleNamespace(exit_code=exit_code, reason="Error", message="no patch"),
-        waiting=SimpleNamespace(reason=waiting, message="not present") if waiting else None,
-    )
-    task_pod.status.init_container_statuses = [
-        SimpleNamespace(name=manifests.REFERENCE_CONTAINER, state=state)
-    ]
-    return task_pod
-
-
-def test_an_init_container_that_cannot_pull_fails_the_start_and_forgets_the_image(
+def test_a_run_that_cannot_pull_its_image_forgets_the_image_checks_answer(
     clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The task container waits in PodInitializing while the init container of the
-    same image cannot pull it: a pull error all the same, and the image check's kept
-    answer is dropped."""
+    """A node said 'present' (kept for an hour), but the run's pod cannot pull the
+    image: the start fails on time with the pull error, and the kept answer is dropped,
+    in this process and in the cache, so the next run checks the image again."""
     forgotten: list[str] = []
     monkeypatch.setattr(
         backend.image_check, "forget", lambda settings, image: forgotten.append(image)
     )
-    stuck = with_init(pod("1", waiting="PodInitializing"), waiting="ErrImageNeverPull")
+    kubernetes = backend.KubernetesBackend()
+    key = f"{kubernetes.namespace}/{kubernetes.settings.image_pull_policy}/r/x:1"
+    monkeypatch.setattr(backend, "_images_present", {key})
+    stuck = pod("1", waiting="ErrImageNeverPull")
     started = clock.now
     with pytest.raises(backend.BackendError, match="cannot pull its image: ErrImageNeverPull"):
-        backend.KubernetesBackend()._wait_until_started(
+        kubernetes._wait_until_started(
             lambda: stuck, manifests.TASK_CONTAINER, "the run r", image="r/x:1"
         )
     assert clock.now - started <= backend.PULL_ERROR_SECONDS + backend.START_POLL_MAX_SECONDS
-    assert forgotten == ["r/x:1"]
-
-
-def test_an_init_container_that_fails_is_the_reason_the_run_did_not_start(clock: Clock) -> None:
-    failed = with_init(pod("1", waiting="PodInitializing"), exit_code=1)
-    failed.status.phase = "Failed"
-    with pytest.raises(backend.BackendError, match="init container reference exited 1"):
-        backend.KubernetesBackend()._wait_until_started(
-            lambda: failed, manifests.TASK_CONTAINER, "the run r"
-        )
+    assert forgotten == ["r/x:1"] and key not in backend._images_present
 
 
 def test_a_run_whose_output_this_process_follows_is_first_read_when_it_ends(

@@ -40,7 +40,6 @@ from ssebench.backends.kubernetes.config import KubernetesSettings, is_label_key
 from ssebench.errors import BackendError, ImageUnavailableError, ResultsGoneError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
-    IMAGE_REFERENCE_PATCH,
     REFERENCE_PATCH_TARGET,
     RESULTS_TARGET,
     Backend,
@@ -72,9 +71,8 @@ POLL_SECONDS = 1.0
 # but the Role grants no watch on pods.)
 POLL_MAX_SECONDS = 10.0
 # A pod that is being started is looked at every 2 s, the first time 2 s after it was
-# asked for: it is not scheduled and started sooner (a reference run's pod starts an
-# init container first, every step a change of its status), and a cluster slow to
-# start containers costs half the lists of a look every second; the start is seen
+# asked for: it is not scheduled and its containers started sooner, and a cluster slow
+# to start containers costs half the lists of a look every second; the start is seen
 # within 2 s.
 START_POLL_MAX_SECONDS = 2.0
 # A run that never starts (spec, "Stopping and cleaning up").
@@ -101,10 +99,6 @@ _killed: set[str] = set()
 # Images a node of this process's checks could get ("namespace/pull policy/image"):
 # the runs of an evaluation check each image once.
 _images_present: set[str] = set()
-# Copies of the reference patch that the run's own pod makes (copy_from_image for a
-# run, with its labels): the destination on this host -> (run ID, image, path).
-_deferred_copies: dict[str, tuple[str, str, str]] = {}
-_deferred_copies_lock = threading.Lock()
 # The pod as wait last read it, its task container exited ("namespace/pod"): the
 # read-out that follows takes it from here instead of reading it again.
 _exited_pods: dict[str, Any] = {}
@@ -228,20 +222,6 @@ def _container_status(pod: Any, container: str) -> Any | None:
     return None
 
 
-def _waiting(pod: Any | None, container: str) -> Any | None:
-    """The waiting state of an init container, else of container (its pull errors)."""
-    if pod is None:
-        return None
-    for status in [
-        *(getattr(pod.status, "init_container_statuses", None) or []),
-        _container_status(pod, container),
-    ]:
-        waiting = status.state.waiting if status is not None and status.state else None
-        if waiting is not None and (waiting.reason in PULL_ERRORS or status.name == container):
-            return waiting
-    return None
-
-
 def _task_state(pod: Any | None) -> tuple[RunState, int | None]:
     status = _container_status(pod, manifests.TASK_CONTAINER) if pod is not None else None
     if status is None or status.state is None:
@@ -257,17 +237,6 @@ def _pending_reason(pod: Any | None, container: str) -> str:
     """Why the pod has no running container yet, in the pod's own words."""
     if pod is None:
         return "the Job has no pod"
-    for init in getattr(pod.status, "init_container_statuses", None) or []:
-        # The reference patch's copy (manifests.REFERENCE_CONTAINER) runs first.
-        state = init.state
-        if state is not None and state.terminated is not None and state.terminated.exit_code:
-            ended = state.terminated
-            return (
-                f"its init container {init.name} exited {ended.exit_code}: "
-                f"{ended.reason or ''} {ended.message or ''}".strip(": ")
-            )
-        if state is not None and state.waiting is not None and state.waiting.reason:
-            return f"{state.waiting.reason}: {state.waiting.message or ''}".strip(": ")
     status = _container_status(pod, container)
     waiting = status.state.waiting if status is not None and status.state is not None else None
     if waiting is not None and waiting.reason:
@@ -465,21 +434,6 @@ class KubernetesBackend(Backend):
         *,
         labels: Mapping[str, str] | None = None,
     ) -> None:
-        """The reference patch of a run (labels with its run ID, the patch's path in
-        the image) is not copied here: the run's own pod copies it out of its image
-        with an init container, into the task container and into the run's results,
-        which the read-out brings to dest (start: _patch_source). That saves a pod of
-        its own, 5 API requests and a second or more. Any other file is read out of a
-        short pod of the image (exec cat), as before."""
-        run_id = (labels or {}).get(RUN_ID)
-        if run_id and path == IMAGE_REFERENCE_PATCH:
-            with _deferred_copies_lock:
-                _deferred_copies[str(dest)] = (run_id, image, path)
-            return
-        self._copy_out(image, path, dest)
-
-    def _copy_out(self, image: str, path: str, dest: Path) -> None:
-        """path out of a short pod of image into dest; RuntimeError on failure."""
         api = _api()
         namespace = self.namespace
         name = f"ssebench-copy-{secrets.token_hex(5)}"
@@ -515,7 +469,7 @@ class KubernetesBackend(Backend):
         settings = self.settings
         namespace = settings.namespace
         name = manifests.object_name(spec.run_id)
-        patch_from_image, reference_patch = self._reference_patch(spec)
+        reference_patch = self._reference_patch(spec)
         object_labels, annotations = manifests.split_labels(
             {
                 **spec.labels,
@@ -538,7 +492,6 @@ class KubernetesBackend(Backend):
             annotations,
             settings,
             has_reference_patch=reference_patch is not None,
-            patch_from_image=patch_from_image,
         )
         job_made = False
         try:
@@ -599,37 +552,16 @@ class KubernetesBackend(Backend):
             details={**handle.details, POD_DETAIL: str(pod.metadata.name)},
         )
 
-    def _reference_patch(
-        self, spec: RunSpec
-    ) -> tuple[manifests.PatchFromImage | None, bytes | None]:
-        """How the run gets its reference patch: copied out of its own image by its
-        pod (a copy deferred by copy_from_image), or the file's bytes, for the Secret."""
-        from_image, patch = None, None
+    def _reference_patch(self, spec: RunSpec) -> bytes | None:
+        patch = None
         for artifact in spec.artifacts:
             if artifact.target != REFERENCE_PATCH_TARGET:
                 raise UserError(
                     f"The kubernetes backend cannot ship the file for {artifact.target}; it "
                     f"ships only {REFERENCE_PATCH_TARGET}"
                 )
-            with _deferred_copies_lock:
-                deferred = _deferred_copies.pop(artifact.source, None)
-            if deferred is None:
-                from_image, patch = None, artifact.read_content()
-                continue
-            run_id, image, path = deferred
-            if run_id != spec.run_id or image != spec.image:
-                # Another image's file: copy it now, and ship it in the Secret.
-                try:
-                    self._copy_out(image, path, Path(artifact.source))
-                except RuntimeError as error:
-                    raise BackendError(str(error), backend=self.name, run_id=spec.run_id) from None
-                from_image, patch = None, artifact.read_content()
-                continue
-            source = Path(artifact.source)
-            in_results = spec.results.kind == "bind" and source.parent == Path(spec.results.source)
-            from_image = manifests.PatchFromImage(path, source.name if in_results else None)
-            patch = None
-        return from_image, patch
+            patch = artifact.read_content()
+        return patch
 
     def _wait_until_started(
         self,
@@ -656,7 +588,7 @@ class KubernetesBackend(Backend):
                     f"{what} ended before it started: {_pending_reason(pod, container)}",
                     backend=self.name,
                 )
-            waiting = _waiting(pod, container)
+            waiting = state.waiting if state is not None else None
             if waiting is not None and waiting.reason in PULL_ERRORS:
                 pulling_since = pulling_since or now
                 if now - pulling_since >= PULL_ERROR_SECONDS:

@@ -18,7 +18,7 @@ the process that made it and its deadline, so prune removes one a killed process
 A "present" answer is kept for ANSWER_SECONDS in the user's cache folder, for each API
 server, namespace, pull policy and image, as the NetworkPolicy probe keeps its answer:
 the next `ssebench run` of the same image skips the pod (its create, reads and delete:
-4 to 6 API requests and 1 to 3 s). Should the image have gone since, the run's own
+3 API requests or more, 1.5 s or more). Should the image have gone since, the run's own
 start reports the pod that cannot pull it, and the answer is forgotten (forget).
 """
 

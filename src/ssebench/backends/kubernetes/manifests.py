@@ -13,7 +13,6 @@ import base64
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from ssebench.backends.kubernetes.config import (
@@ -34,16 +33,6 @@ COLLECTOR_CONTAINER = "collector"
 RESULTS_VOLUME = "results"
 ARCHIVE_VOLUME = "archive"
 REFERENCE_VOLUME = "reference"
-# The init container that copies the reference patch out of the run's image.
-REFERENCE_CONTAINER = "reference"
-REFERENCE_VOLUME_SIZE_LIMIT = "256Mi"
-# $0: the patch in the image; $1: where the task container finds it; $2: a copy in the
-# results (the run directory's copy, as on Docker), or empty for none.
-REFERENCE_SCRIPT = (
-    'cp -- "$0" "$1" && chmod 0444 "$1" && { [ -z "$2" ] || { cp -- "$0" "$2" && '
-    'chmod 0644 "$2"; }; }'
-)
-_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 # The Secret key of the reference patch: not a valid variable name, so it can never be
 # mistaken for one of the environment's keys.
 REFERENCE_PATCH_KEY = "reference.patch"
@@ -117,23 +106,6 @@ def split_labels(labels: Mapping[str, str]) -> tuple[dict[str, str], dict[str, s
             as_annotations[key] = value
     as_labels[MANAGED_BY] = MANAGED_BY_VALUE
     return as_labels, as_annotations
-
-
-@dataclass(frozen=True)
-class PatchFromImage:
-    """The reference patch, copied out of the run's own image by an init container of
-    its pod (no pod of its own, nothing in the Secret). path: where it is in the image;
-    results_name: the file name of a copy in the results volume, which the read-out
-    brings to the run directory, or None."""
-
-    path: str
-    results_name: str | None = None
-
-    def __post_init__(self) -> None:
-        if not self.path.startswith("/"):
-            raise BackendError(f"The reference patch's path {self.path!r} is not absolute")
-        if self.results_name is not None and not _FILE_NAME.match(self.results_name):
-            raise BackendError(f"{self.results_name!r} is not a plain file name")
 
 
 def metadata(
@@ -265,10 +237,7 @@ def job(
     settings: KubernetesSettings,
     *,
     has_reference_patch: bool,
-    patch_from_image: PatchFromImage | None = None,
 ) -> dict[str, Any]:
-    """has_reference_patch: the Secret holds the reference patch (manifests.secret);
-    patch_from_image: an init container copies it out of the run's image instead."""
     deadline = active_deadline(spec, settings)
     check_env_names(spec.env)
     env = [
@@ -286,36 +255,8 @@ def job(
         {"name": RESULTS_VOLUME, "emptyDir": {"sizeLimit": VOLUME_SIZE_LIMIT}},
         {"name": ARCHIVE_VOLUME, "emptyDir": {"sizeLimit": VOLUME_SIZE_LIMIT}},
     ]
-    folder, _, file_name = REFERENCE_PATCH_TARGET.rpartition("/")
-    init_containers: list[dict[str, Any]] = []
-    if patch_from_image is not None:
-        task_mounts.append({"name": REFERENCE_VOLUME, "mountPath": folder, "readOnly": True})
-        volumes.append(
-            {"name": REFERENCE_VOLUME, "emptyDir": {"sizeLimit": REFERENCE_VOLUME_SIZE_LIMIT}}
-        )
-        results_copy = (
-            f"{RESULTS_TARGET}/{patch_from_image.results_name}"
-            if patch_from_image.results_name
-            else ""
-        )
-        init_containers.append(
-            {
-                "name": REFERENCE_CONTAINER,
-                "image": spec.image,
-                "imagePullPolicy": settings.image_pull_policy,
-                "command": [
-                    *("sh", "-c", REFERENCE_SCRIPT),
-                    *(patch_from_image.path, REFERENCE_PATCH_TARGET, results_copy),
-                ],
-                "volumeMounts": [
-                    {"name": REFERENCE_VOLUME, "mountPath": folder},
-                    {"name": RESULTS_VOLUME, "mountPath": RESULTS_TARGET},
-                ],
-                "resources": COLLECTOR_RESOURCES,
-                "securityContext": _security_context(COLLECTOR_CAPABILITIES, read_only_root=True),
-            }
-        )
-    elif has_reference_patch:
+    if has_reference_patch:
+        folder, _, file_name = REFERENCE_PATCH_TARGET.rpartition("/")
         task_mounts.append({"name": REFERENCE_VOLUME, "mountPath": folder, "readOnly": True})
         volumes.append(
             {
@@ -359,7 +300,6 @@ def job(
             },
             "spec": {
                 **pod_hardening(settings),
-                **({"initContainers": init_containers} if init_containers else {}),
                 "containers": [task, collector],
                 "volumes": volumes,
             },
