@@ -8,6 +8,9 @@ reference patch, and a hidden test that does a fixed amount of single-threaded w
 only in their ID, so each has its own case image and run, and all take the same time.
 
     python bench/equal_tasks.py DIR [COUNT]    writes the dataset and its manifest
+
+bench_scale.py makes them tiny (rounds=TINY_ROUNDS: the hidden test is instant), so
+that what it measures is the harness and the platform, not the tests.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from common import SSEBENCH
 
 ROUNDS = 20_000_000
+TINY_ROUNDS = 1_000
 GOOD_MODULUS = 1_000_003
 BAD_MODULUS = 1_000_033
 
@@ -92,24 +96,27 @@ def expected(rounds: int) -> int:
     return total
 
 
-def write_equal_tasks(folder: Path, count: int) -> Path:
-    """count equal tasks under folder (a new dataset named equal-<count>), with their
-    manifest; returns folder."""
-    answer = expected(ROUNDS)
+def write_equal_tasks(
+    folder: Path, count: int, rounds: int = ROUNDS, prefix: str = "equal"
+) -> Path:
+    """count equal tasks under folder (a new dataset named <prefix>-<count>, the tasks
+    <prefix>-01 and on), with their manifest, whose hidden test spins rounds steps;
+    returns folder."""
+    answer = expected(rounds)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "dataset.yaml").write_text(
-        f"name: equal-{count}\nversion: 1\n"
+        f"name: {prefix}-{count}\nversion: 1\n"
         f"description: {count} equal synthetic tasks (bench/equal_tasks.py)\n"
     )
     for number in range(1, count + 1):
-        task_id = f"equal-{number:02d}"
+        task_id = f"{prefix}-{number:03d}" if count > 99 else f"{prefix}-{number:02d}"
         task = folder / task_id
         (task / "repo" / "tests").mkdir(parents=True, exist_ok=True)
         (task / "hidden" / "hidden_tests").mkdir(parents=True, exist_ok=True)
         (task / "task.yaml").write_text(TASK.format(task_id=task_id, good=GOOD_MODULUS))
         (task / "repo" / "spin.py").write_text(SPIN.format(modulus=BAD_MODULUS))
         (task / "repo" / "tests" / "test_spin.py").write_text(VISIBLE_TEST)
-        hidden = HIDDEN_TEST.format(rounds=ROUNDS, expected=answer)
+        hidden = HIDDEN_TEST.format(rounds=rounds, expected=answer)
         (task / "hidden" / "hidden_tests" / "test_hidden_spin.py").write_text(hidden)
         (task / "reference.patch").write_text(PATCH)
     subprocess.run(

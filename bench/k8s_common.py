@@ -9,12 +9,17 @@ BENCH_REGISTRY with `ssebench images publish --load docker` (see docs/kubernetes
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import subprocess
 import sys
+import threading
+import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from common import PILOT
 
@@ -76,3 +81,45 @@ def pilot_run(
     with bench_registry():
         outcome = runner.run(settings, runner.prepare(settings), StopRequest())
     return outcome.status
+
+
+@contextmanager
+def counted_requests() -> Iterator[tuple[Counter[str], dict[str, float]]]:
+    """Every Kubernetes API request of the client library within, by verb and path (run
+    names as <run>): HTTP requests and exec websockets; and the seconds of the HTTP
+    requests by verb and path, summed."""
+    from kubernetes.client import rest
+    from kubernetes.stream import ws_client
+
+    calls: Counter[str] = Counter()
+    seconds: dict[str, float] = {}
+    lock = threading.Lock()
+    original_request = rest.RESTClientObject.request
+    original_websocket = ws_client.WSClient.__init__
+
+    def key(method: str, url: str) -> str:
+        path = re.sub(r"/ssebench-probe-[0-9a-f]+-(\w+)", r"/<probe-\1>", url.split("?")[0])
+        return f"{method} {re.sub(r'/ssebench-[^/?]+', '/<run>', path)}"
+
+    def counted_request(self: Any, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original_request(self, method, url, *args, **kwargs)
+        finally:
+            with lock:
+                calls[key(method, url)] += 1
+                spent = time.perf_counter() - started
+                seconds[key(method, url)] = seconds.get(key(method, url), 0.0) + spent
+
+    def counted_websocket(self: Any, configuration: Any, url: str, *args: Any, **kwargs: Any):
+        with lock:
+            calls[key("WEBSOCKET", url)] += 1
+        original_websocket(self, configuration, url, *args, **kwargs)
+
+    rest.RESTClientObject.request = counted_request
+    ws_client.WSClient.__init__ = counted_websocket
+    try:
+        yield calls, seconds
+    finally:
+        rest.RESTClientObject.request = original_request
+        ws_client.WSClient.__init__ = original_websocket

@@ -19,6 +19,7 @@ import bench_k8s_readout
 import bench_prepare_cached
 import bench_run_overhead
 import bench_runs_list
+import bench_scale
 import bench_startup
 from common import Figure, NotMeasured, Result, machine
 
@@ -31,6 +32,7 @@ BENCHMARKS = (
     bench_k8s_api_calls,
     bench_prepare_cached,
     bench_agent_images,
+    bench_scale,
 )
 
 

@@ -159,7 +159,7 @@ def fake_api(monkeypatch: pytest.MonkeyPatch, api: RecordingApi) -> None:
     monkeypatch.setattr(
         KubernetesBackend,
         "_wait_until_started",
-        lambda self, *a: SimpleNamespace(metadata=SimpleNamespace(name="pod-1")),
+        lambda self, *a, **k: SimpleNamespace(metadata=SimpleNamespace(name="pod-1")),
     )
     monkeypatch.setattr(backend, "_start_output_thread", lambda *a: None)
 

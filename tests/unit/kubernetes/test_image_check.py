@@ -3,6 +3,8 @@ classified, and what prepare_images makes of each (the cluster's own: tests/kube
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ssebench.backends.kubernetes import backend, image_check
@@ -101,3 +103,42 @@ def test_an_image_found_once_is_not_checked_again(monkeypatch: pytest.MonkeyPatc
     kubernetes.prepare_images(request())
     kubernetes.prepare_images(request())
     assert len(checks) == 1
+
+
+def test_a_present_answer_is_kept_for_an_hour_per_server_namespace_policy_and_image(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The next process skips the check's pod for an image a node had; not for another
+    image, namespace or pull policy, not after ANSWER_SECONDS, not once forgotten, and
+    never for a missing or unknown answer."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(image_check, "_server", lambda: "https://k8s.invalid")
+    pods: list[str] = []
+    answers = {"r/x:1": ImageCheck("present"), "r/gone:1": ImageCheck("missing", "not found")}
+
+    def with_a_pod(settings: KubernetesSettings, image: str) -> ImageCheck:
+        pods.append(f"{settings.namespace}/{settings.image_pull_policy}/{image}")
+        return answers[image]
+
+    monkeypatch.setattr(image_check, "_check_with_a_pod", with_a_pod)
+    settings = KubernetesSettings(namespace="runs", image_pull_policy="Never")
+    assert image_check.check_image(settings, "r/x:1").verdict == "present"
+    kept = image_check.check_image(settings, "r/x:1")
+    assert kept.verdict == "present" and "found 0 s ago" in kept.detail
+    assert pods == ["runs/Never/r/x:1"]
+    image_check.check_image(
+        KubernetesSettings(namespace="other", image_pull_policy="Never"), "r/x:1"
+    )
+    image_check.check_image(
+        KubernetesSettings(namespace="runs", image_pull_policy="Always"), "r/x:1"
+    )
+    assert image_check.check_image(settings, "r/gone:1").verdict == "missing"
+    assert image_check.check_image(settings, "r/gone:1").verdict == "missing"
+    assert len(pods) == 5
+    later = image_check.time.time() + image_check.ANSWER_SECONDS + 1
+    path = image_check.answer_file("https://k8s.invalid", settings, "r/x:1")
+    assert image_check.read_answer(path, "r/x:1", later) is None
+    assert image_check.read_answer(path, "r/other:1", image_check.time.time()) is None
+    image_check.forget(settings, "r/x:1")
+    image_check.check_image(settings, "r/x:1")
+    assert len(pods) == 6

@@ -116,7 +116,8 @@ def test_a_run_that_never_starts_fails_on_time_with_the_pods_reason(
 
 
 def test_a_slow_start_is_looked_at_every_two_seconds_at_most(clock: Clock) -> None:
-    """20 s in ContainerCreating, then running: 12 looks, not 21; seen within 2 s."""
+    """20 s in ContainerCreating, then running: 10 looks, not 21, the first after 2 s;
+    seen within 2 s."""
     looks: list[float] = []
 
     def find() -> Any:
@@ -124,8 +125,8 @@ def test_a_slow_start_is_looked_at_every_two_seconds_at_most(clock: Clock) -> No
         return pod("1", waiting="ContainerCreating") if clock.now < 1020 else pod("2")
 
     backend.KubernetesBackend()._wait_until_started(find, manifests.TASK_CONTAINER, "the run r")
-    assert clock.sleeps == [1] + [2] * 10
-    assert len(looks) == 12 and clock.now - 1020 <= backend.START_POLL_MAX_SECONDS
+    assert clock.sleeps == [2] * 10
+    assert len(looks) == 10 and clock.now - 1020 <= backend.START_POLL_MAX_SECONDS
 
 
 def test_stop_signals_once_and_paces_its_looks_until_the_container_exits(
@@ -182,3 +183,56 @@ def test_the_run_is_the_pod_it_started_in_not_a_replacement(
     assert kubernetes.wait(handle, 10) == backend.KILLED_STATUS
     with pytest.raises(backend.ResultsGoneError, match="are gone"):
         kubernetes.collect_results(handle, Path("/nonexistent"))
+
+
+def test_a_run_that_cannot_pull_its_image_forgets_the_image_checks_answer(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node said 'present' (kept for an hour), but the run's pod cannot pull the
+    image: the start fails on time with the pull error, and the kept answer is dropped,
+    in this process and in the cache, so the next run checks the image again."""
+    forgotten: list[str] = []
+    monkeypatch.setattr(
+        backend.image_check, "forget", lambda settings, image: forgotten.append(image)
+    )
+    kubernetes = backend.KubernetesBackend()
+    key = f"{kubernetes.namespace}/{kubernetes.settings.image_pull_policy}/r/x:1"
+    monkeypatch.setattr(backend, "_images_present", {key})
+    stuck = pod("1", waiting="ErrImageNeverPull")
+    started = clock.now
+    with pytest.raises(backend.BackendError, match="cannot pull its image: ErrImageNeverPull"):
+        kubernetes._wait_until_started(
+            lambda: stuck, manifests.TASK_CONTAINER, "the run r", image="r/x:1"
+        )
+    assert clock.now - started <= backend.PULL_ERROR_SECONDS + backend.START_POLL_MAX_SECONDS
+    assert forgotten == ["r/x:1"] and key not in backend._images_present
+
+
+def test_a_run_whose_output_this_process_follows_is_first_read_when_it_ends(
+    monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    """wait's first look waits for the end of the output (the task container's exit),
+    so a short run's pod is read once, exited; the wait is POLL_MAX_SECONDS at most."""
+    reads: list[float] = []
+
+    def run_pod(handle: RunHandle) -> Any:
+        reads.append(clock.now)
+        return pod("2", exit_code=0)
+
+    kubernetes = backend.KubernetesBackend()
+    monkeypatch.setattr(kubernetes, "_run_pod", run_pod)
+    monkeypatch.setattr(backend, "_drain_output", lambda namespace, name: None)
+    output = OutputThread(clock, ends_at_join=1)
+    monkeypatch.setitem(backend._log_threads, "ns/p", output)  # type: ignore[arg-type]
+    handle = RunHandle(
+        backend="kubernetes",
+        run_id="r",
+        name="ssebench-r",
+        details={"namespace": "ns", backend.POD_DETAIL: "p"},
+    )
+    assert kubernetes.wait(handle, None) == 0
+    assert output.joins == [POLL_MAX_SECONDS] and len(reads) == 1 and clock.sleeps == []
+    slow = OutputThread(clock, ends_at_join=5)
+    monkeypatch.setitem(backend._log_threads, "ns/p", slow)  # type: ignore[arg-type]
+    assert kubernetes.wait(handle, 3) == 0
+    assert slow.joins == [3]  # no longer than the wait's timeout

@@ -70,9 +70,10 @@ POLL_SECONDS = 1.0
 # follows; another process sees it within this long. (A watch would cost less still,
 # but the Role grants no watch on pods.)
 POLL_MAX_SECONDS = 10.0
-# While a run's pod is being started and stays as it was, a look every 2 s at most: a
-# cluster slow to start containers costs half the lists, and the start is seen within
-# a second more.
+# A pod that is being started is looked at every 2 s, the first time 2 s after it was
+# asked for: it is not scheduled and its containers started sooner, and a cluster slow
+# to start containers costs half the lists of a look every second; the start is seen
+# within 2 s.
 START_POLL_MAX_SECONDS = 2.0
 # A run that never starts (spec, "Stopping and cleaning up").
 PULL_ERROR_SECONDS = 90.0
@@ -419,6 +420,11 @@ class KubernetesBackend(Backend):
             _images_present.add(key)
         return published
 
+    def _forget_image(self, image: str) -> None:
+        """The nodes could not pull image after all: check it again next time."""
+        _images_present.discard(f"{self.namespace}/{self.settings.image_pull_policy}/{image}")
+        image_check.forget(self.settings, image)
+
     def copy_from_image(
         self,
         image: str,
@@ -526,7 +532,10 @@ class KubernetesBackend(Backend):
                 details={"namespace": namespace, "keep": str(spec.keep).lower()},
             )
             pod = self._wait_until_started(
-                lambda: self._pod(handle), manifests.TASK_CONTAINER, f"the run {spec.run_id}"
+                lambda: self._pod(handle),
+                manifests.TASK_CONTAINER,
+                f"the run {spec.run_id}",
+                image=spec.image,
             )
         except BaseException:
             with contextlib.suppress(Exception):
@@ -555,14 +564,19 @@ class KubernetesBackend(Backend):
         return patch
 
     def _wait_until_started(
-        self, find_pod: Callable[[], Any | None], container: str, what: str
+        self,
+        find_pod: Callable[[], Any | None],
+        container: str,
+        what: str,
+        image: str | None = None,
     ) -> Any:
         """The pod once container runs or has run; BackendError with the pod's reason
-        after PULL_ERROR_SECONDS of pull errors or NO_CONTAINER_SECONDS without it."""
+        after PULL_ERROR_SECONDS of pull errors or NO_CONTAINER_SECONDS without it.
+        image: a run's, whose answer of the image check is forgotten on pull errors."""
         started = time.monotonic()
         pulling_since: float | None = None
-        pace = _Pace()
         while True:
+            time.sleep(START_POLL_MAX_SECONDS)
             pod = find_pod()
             now = time.monotonic()
             status = _container_status(pod, container) if pod is not None else None
@@ -578,6 +592,8 @@ class KubernetesBackend(Backend):
             if waiting is not None and waiting.reason in PULL_ERRORS:
                 pulling_since = pulling_since or now
                 if now - pulling_since >= PULL_ERROR_SECONDS:
+                    if image is not None:
+                        self._forget_image(image)
                     raise BackendError(
                         f"{what} cannot pull its image: {_pending_reason(pod, container)}",
                         backend=self.name,
@@ -590,8 +606,6 @@ class KubernetesBackend(Backend):
                     f"{_pending_reason(pod, container)}",
                     backend=self.name,
                 )
-            version = pod.metadata.resource_version if pod is not None else None
-            time.sleep(min(pace.after(version), START_POLL_MAX_SECONDS))
 
     def _pods(self, namespace: str, selector: str) -> list[Any]:
         found = _call(
@@ -645,6 +659,13 @@ class KubernetesBackend(Backend):
         deadline = None if timeout is None else time.monotonic() + timeout
         seen = False
         pace = _Pace()
+        output = _output_thread(namespace, handle.details.get(POD_DETAIL, ""))
+        if output is not None:
+            # This process follows the task container's output, which ends when it
+            # exits (or its pod goes): the first look waits for that, up to
+            # POLL_MAX_SECONDS, so a short run is read once, exited.
+            limit = POLL_MAX_SECONDS if deadline is None else deadline - time.monotonic()
+            output.join(max(0.0, min(POLL_MAX_SECONDS, limit)))
         while True:
             pod = self._run_pod(handle)
             state, exit_code = _task_state(pod)

@@ -14,14 +14,24 @@ still reports a pod that cannot pull.
 
 The pod is a NetworkPolicy probe's kind of object (ssebench.probe, role "image"), with
 the process that made it and its deadline, so prune removes one a killed process left.
+
+A "present" answer is kept for ANSWER_SECONDS in the user's cache folder, for each API
+server, namespace, pull policy and image, as the NetworkPolicy probe keeps its answer:
+the next `ssebench run` of the same image skips the pod (its create, reads and delete:
+3 API requests or more, 1.5 s or more). Should the image have gone since, the run's own
+start reports the pod that cannot pull it, and the answer is forgotten (forget).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import secrets
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from ssebench.backends.kubernetes import manifests
@@ -35,7 +45,13 @@ from ssebench.backends.kubernetes.policy_check import (
 
 # The whole check, pulling included; then the node cannot tell yet.
 CHECK_SECONDS = 45.0
-POLL_SECONDS = 0.5
+# The first look at the pod, and the pause between later ones: a pod is not scheduled
+# and its container started sooner, and one more second matters little to a check made
+# once an hour.
+FIRST_LOOK_SECONDS = 1.5
+POLL_SECONDS = 1.0
+# How long a node's "present" serves every ssebench process of this user.
+ANSWER_SECONDS = 3600
 
 Verdict = Literal["present", "missing", "unknown"]
 
@@ -110,8 +126,67 @@ def _state(pod: Any | None) -> ImageCheck | None:
     return None
 
 
+def answer_file(server: str, settings: KubernetesSettings, image: str) -> Path:
+    """Where a "present" answer for image is kept (one file per image)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    key = f"{server}\0{settings.namespace}\0{settings.image_pull_policy}\0{image}"
+    name = hashlib.sha256(key.encode()).hexdigest()[:32]
+    return Path(base) / "ssebench" / "image-check" / f"{name}.json"
+
+
+def read_answer(path: Path, image: str, now: float) -> ImageCheck | None:
+    """The kept answer if it is about image and younger than ANSWER_SECONDS, else None."""
+    try:
+        kept = json.loads(path.read_text())
+        found_at = float(kept["found_at"])
+        about = kept["image"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if about != image or not 0 <= now - found_at < ANSWER_SECONDS:
+        return None
+    return ImageCheck("present", f"found {int(now - found_at)} s ago")
+
+
+def write_answer(path: Path, image: str, now: float) -> None:
+    """Keep a "present" answer (written whole); a cache that cannot be written costs
+    only a check later."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(json.dumps({"image": image, "found_at": now}))
+        partial.replace(path)
+    except OSError:
+        return
+
+
+def _server() -> str:
+    from ssebench.backends.kubernetes.backend import _api
+
+    return str(_api().core.api_client.configuration.host)
+
+
+def forget(settings: KubernetesSettings, image: str) -> None:
+    """Drop the kept answer for image: a run's pod could not pull it after all."""
+    try:
+        answer_file(_server(), settings, image).unlink(missing_ok=True)
+    except OSError:
+        return
+
+
 def check_image(settings: KubernetesSettings, image: str) -> ImageCheck:
-    """Ask a node whether it can get image. BackendError when the API refuses the pod."""
+    """Ask a node whether it can get image, unless a node said so within ANSWER_SECONDS.
+    BackendError when the API refuses the pod."""
+    remembered = answer_file(_server(), settings, image)
+    kept = read_answer(remembered, image, time.time())
+    if kept is not None:
+        return kept
+    found = _check_with_a_pod(settings, image)
+    if found.verdict == "present":
+        write_answer(remembered, image, time.time())
+    return found
+
+
+def _check_with_a_pod(settings: KubernetesSettings, image: str) -> ImageCheck:
     from ssebench.backends.kubernetes.backend import _api, _call, delete_pod_now
 
     api = _api()
@@ -126,6 +201,7 @@ def check_image(settings: KubernetesSettings, image: str) -> ImageCheck:
     )
     try:
         deadline = time.monotonic() + CHECK_SECONDS
+        time.sleep(FIRST_LOOK_SECONDS)
         while time.monotonic() < deadline:
             pod = _call(
                 f"Cannot read the pod {name}",

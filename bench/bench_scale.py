@@ -1,0 +1,246 @@
+"""Scale (issue 16, goal (h)): `ssebench eval` of N tiny equal tasks (equal_tasks.py,
+the hidden test instant), reference agent, prebuilt images, on the local cluster with
+--jobs 10 and on Docker with --jobs 2, for a smaller and a larger N (SCALE_SIZES, default 20 and 50;
+SSEBENCH_BENCH_SCALE_SIZES=50,200 for more). Each evaluation is measured once, the
+backends and sizes in turns (Kubernetes small, Docker small, Kubernetes large, Docker
+large): wall time, runs per minute, peak memory of the ssebench process (its
+ru_maxrss, by wait4), and on Kubernetes the API requests per run.
+
+The figure is the larger N's wall time against the smaller N's scaled linearly
+(wall(small) x large/small): 1.00x is linear growth, above it the runs get slower as
+there are more of them. The per-phase profile (eval_profiled.py: the backend's calls
+timed, the pod's own timestamps) is printed for each evaluation.
+
+The images are published once into the local store under BENCH_REGISTRY (`ssebench
+images publish --load docker`), which both backends run with --prebuilt. It needs
+what (d) and (e) need (see docs/performance.md), and Docker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from common import (
+    ROOT,
+    SSEBENCH,
+    Figure,
+    NotMeasured,
+    Result,
+    cluster_problem,
+    docker_problem,
+    main,
+    run,
+)
+from equal_tasks import TINY_ROUNDS, write_equal_tasks
+from k8s_common import BENCH_REGISTRY
+
+SCALE_SIZES = tuple(
+    int(size) for size in os.environ.get("SSEBENCH_BENCH_SCALE_SIZES", "20,50").split(",")
+)
+JOBS = {"kubernetes": 10, "docker": 2}
+# The tasks' IDs and dataset: scale-01 and on, so their images are this bench's only.
+PREFIX = "scale"
+_IMAGE = re.compile(rf"^(ssebench|{re.escape(BENCH_REGISTRY)})/.*/{PREFIX}-\d+:")
+PROFILED = [sys.executable, str(ROOT / "bench" / "eval_profiled.py")]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    backend: str
+    runs: int
+    wall: float
+    max_rss_mib: float
+    profile: dict
+
+    @property
+    def runs_per_minute(self) -> float:
+        return self.runs / self.wall * 60
+
+    @property
+    def probe_requests(self) -> int:
+        """The NetworkPolicy probe's (once per namespace and hour, not per run): its
+        two pods' requests, and the create of its policy."""
+        found = [
+            number
+            for request, number in self.profile["requests"].items()
+            if "<probe-target>" in request or "<probe-client>" in request
+        ]
+        return sum(found) + 1 if found else 0
+
+    @property
+    def requests_per_run(self) -> float:
+        return (sum(self.profile["requests"].values()) - self.probe_requests) / self.runs
+
+
+def evaluate(backend: str, dataset: Path, tasks: list[str], results: Path) -> Evaluation:
+    """One `ssebench eval` of tasks on backend, in a process of its own."""
+    out = results / "profile.json"
+    argv = [
+        *PROFILED,
+        str(out),
+        *("--backend", backend, "--prebuilt", "--dataset", str(dataset)),
+        *("--tasks", *tasks, "--agent", "reference", "--jobs", str(JOBS[backend])),
+        *("--results", str(results), "--run-id-prefix", f"scale-{secrets.token_hex(3)}"),
+    ]
+    env = {**os.environ, "SSEBENCH_REGISTRY": BENCH_REGISTRY}
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "bench"), *filter(None, [env.get("PYTHONPATH")])]
+    )
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert process.stdout is not None
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"eval on {backend} exited {process.returncode}: {output[-1500:]}")
+    said = [line for line in output.splitlines() if line.startswith("report: ")]
+    report = json.loads(Path(said[-1].removeprefix("report: ")).read_text())
+    counts = report["counts"]
+    if counts["passed"] != counts["total"] or counts["total"] != len(tasks):
+        raise RuntimeError(f"eval on {backend}: not every run passed: {counts}")
+    profile = json.loads(out.read_text())
+    profile["grade"], profile["container"] = grade_seconds(results)
+    # ru_maxrss is in KiB on Linux.
+    return Evaluation(backend, len(tasks), wall, usage.ru_maxrss / 1024, profile)
+
+
+def grade_seconds(results: Path) -> tuple[float, float]:
+    """The grading steps' seconds of every run, and the container's own (from its
+    entrypoint's start to the result), summed (their result.json)."""
+    grade = container = 0.0
+    for result in results.rglob("result.json"):
+        document = json.loads(result.read_text())
+        grade += sum(float(step.get("seconds") or 0) for step in document.get("steps") or [])
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            container += (
+                datetime.fromisoformat(document["finished_at"])
+                - datetime.fromisoformat(document["started_at"])
+            ).total_seconds()
+    return grade, container
+
+
+def phases(found: Evaluation) -> str:
+    """Where the time goes, per run (mean seconds of the runs, which overlap)."""
+    seconds, runs = found.profile["seconds"], found.runs
+    parts = {"prepare (image check)": seconds.get("prepare_images", 0.0)}
+    if found.backend == "kubernetes":
+        creates = sum(
+            spent
+            for request, spent in found.profile["request_seconds"].items()
+            if request.startswith("POST ") and "/pods" not in request
+        )
+        pods = found.profile["pods"]
+        scheduling = sum(pod["scheduled"] - pod["created"] for pod in pods)
+        starting = sum(pod["started"] - pod["scheduled"] for pod in pods)
+        parts["create (3 objects)"] = creates
+        parts["schedule (pod timestamps)"] = scheduling
+        parts["start (init, containers)"] = starting
+        parts["start(), in all"] = seconds.get("start", 0.0)
+    else:
+        parts["copy of the patch"] = seconds.get("copy_from_image", 0.0)
+        parts["start()"] = seconds.get("start", 0.0)
+    # The container's own time, not wait's: on Kubernetes a tiny run is mostly over by
+    # the time start() sees its container running (it looks every 2 s).
+    parts["agent (container minus grade)"] = found.profile["container"] - found.profile["grade"]
+    parts["grade (result.json steps)"] = found.profile["grade"]
+    parts["wait()"] = seconds.get("wait", 0.0)
+    parts["read-out"] = seconds.get("collect_results", 0.0)
+    parts["delete"] = seconds.get("cleanup", 0.0)
+    return ", ".join(f"{name} {value / runs:.2f} s" for name, value in parts.items())
+
+
+def describe(found: Evaluation) -> str:
+    line = (
+        f"{found.runs} runs, --jobs {JOBS[found.backend]}: {found.wall:.1f} s, "
+        f"{found.runs_per_minute:.1f} runs/min, peak RSS {found.max_rss_mib:.0f} MiB"
+    )
+    if found.backend == "kubernetes":
+        line += f", {found.requests_per_run:.1f} API requests per run"
+        if found.probe_requests:
+            line += f" (and {found.probe_requests} of the NetworkPolicy probe, once)"
+    return line
+
+
+def measure() -> list[Result]:
+    problem = docker_problem() or cluster_problem()
+    if problem:
+        return [NotMeasured("scale", problem)]
+    small, large = SCALE_SIZES
+    work = Path(tempfile.mkdtemp(prefix="ssebench-bench-scale-"))
+    try:
+        dataset = write_equal_tasks(work / "tiny", large, rounds=TINY_ROUNDS, prefix=PREFIX)
+        task_ids = sorted(path.parent.name for path in dataset.glob("*/task.yaml"))
+        publish(dataset)
+        found: dict[tuple[str, int], Evaluation] = {}
+        for count in (small, large):
+            for backend in ("kubernetes", "docker"):
+                results = work / f"{backend}-{count}"
+                results.mkdir()
+                found[backend, count] = evaluation = evaluate(
+                    backend, dataset, task_ids[:count], results
+                )
+                print(f"  {backend}: {describe(evaluation)}", flush=True)
+                print(f"    per run: {phases(evaluation)}", flush=True)
+                requests = Counter(evaluation.profile["requests"])
+                for request, number in requests.most_common(12):
+                    print(f"      {number / count:6.2f}/run  {request}", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        remove_images()
+    return [
+        Figure(
+            f"scale on {backend}, {small} to {large} runs",
+            f"eval of {large}: {describe(found[backend, large])}",
+            found[backend, large].wall,
+            f"eval of {small} x {large / small:g}: {describe(found[backend, small])}",
+            found[backend, small].wall * large / small,
+            note="1.00x is linear growth; tiny equal tasks, reference agent, once each",
+        )
+        for backend in ("kubernetes", "docker")
+    ]
+
+
+def remove_images() -> None:
+    """The layers and published names of the tasks' images, which no one else uses."""
+    listed = subprocess.run(
+        ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.split()
+    ours = [name for name in listed if _IMAGE.match(name)]
+    if ours:
+        subprocess.run(["docker", "image", "rm", *ours], capture_output=True, check=False)
+
+
+def publish(dataset: Path) -> None:
+    """Every task's reference image under BENCH_REGISTRY, in the local store."""
+    run(
+        [
+            *(*SSEBENCH, "images", "publish", "--registry", BENCH_REGISTRY),
+            *("--local", str(dataset), "--tasks", "all", "--agents", "reference"),
+            *("--mode", "sandbox", "--load", "docker"),
+        ],
+        timeout=7200,
+    )
+
+
+if __name__ == "__main__":
+    main(measure)
