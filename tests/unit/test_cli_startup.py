@@ -66,6 +66,8 @@ def test_help_imports_no_command() -> None:
     commands = {f"ssebench.cli.{module}" for _, module, _ in COMMANDS}
     assert not loaded & commands
     assert not [name for name in loaded if name.split(".")[0] in HEAVY or name in HEAVY]
+    # argparse's formatter imports shutil (with bz2, lzma) for the width; main's does not.
+    assert not loaded & {"shutil", "threading", "importlib.metadata"}
 
 
 @pytest.mark.parametrize("words", [["runs", "list", "--json"], ["run", "--help"]])
