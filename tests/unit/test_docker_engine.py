@@ -10,12 +10,22 @@ import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from ssebench.backends.docker import DockerBackend, engine
-from ssebench.backends.docker.commands import container_exists, container_ids, volume_names
+from ssebench.backends.docker import DockerBackend, archive, commands, engine, network
+from ssebench.backends.docker.commands import (
+    container_exists,
+    container_ids,
+    docker_call,
+    is_gone,
+    remove_container,
+    volume_names,
+)
+from ssebench.docker_cli import failure_reason
+from ssebench.extensions import RUN_ID_LABEL
 from tests.unit.test_images import FakeDocker, fake_docker_on_path
 
 LISTED = [
@@ -47,6 +57,7 @@ class FakeDaemon:
         self.path = path
         self.answer = answer
         self.requests: list[str] = []
+        self.bodies: list[Any] = []
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(path))
         self.server.listen()
@@ -66,7 +77,16 @@ class FakeDaemon:
                     if not chunk:
                         break
                     received += chunk
-                self.requests.append(received.decode().split("\r\n")[0])
+                head, _, body = received.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.decode().split("\r\n")[1:]:
+                    name, _, value = line.partition(":")
+                    if name.lower() == "content-length":
+                        length = int(value)
+                while len(body) < length and (chunk := connection.recv(4096)):
+                    body += chunk
+                self.bodies.append(json.loads(body) if body else None)
+                self.requests.append(head.decode().split("\r\n")[0])
                 connection.sendall(self.answer)
 
     def close(self) -> None:
@@ -262,3 +282,152 @@ def test_volume_names_and_container_ids_fall_back_to_the_cli(fake_docker: FakeDo
         ["volume", "ls", "--quiet", "--filter", "name=v"],
         ["ps", "--all", "--quiet", "--filter", "label=k=v", "--no-trunc"],
     ]
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[FakeDaemon]]:
+    started: list[FakeDaemon] = []
+    yield started
+    for fake in started:
+        fake.close()
+        fake.path.unlink(missing_ok=True)
+
+
+def test_docker_call_reads_the_api_as_the_cli_would_answer(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_docker: FakeDocker,
+    daemons: list[FakeDaemon],
+) -> None:
+    answer = http_answer(b'{"message": "No such container: x"}', "404 Not Found")
+    daemons.append(daemon(tmp_path, monkeypatch, answer))
+    completed = docker_call("POST", "/things?a=1", ["thing", "x"], body={"Name": "x"})
+    assert (completed.args, completed.returncode, completed.stdout) == (
+        ["docker", "thing", "x"],
+        1,
+        "",
+    )
+    assert failure_reason(completed) == "No such container: x"
+    assert is_gone(completed)
+    assert daemons[0].requests == ["POST /things?a=1 HTTP/1.0"]
+    assert daemons[0].bodies == [{"Name": "x"}]
+    daemons.append(daemon(tmp_path, monkeypatch, http_answer(b'{"Id": "abc"}', "201 Created")))
+    completed = docker_call("GET", "/x", ["x"], output=lambda answer: json.loads(answer)["Id"])
+    assert (completed.returncode, completed.stdout, completed.stderr) == (0, "abc", "")
+    assert daemons[1].bodies == [None]
+    assert fake_docker.calls() == []
+
+
+def test_docker_call_without_the_api_is_the_cli(fake_docker: FakeDocker) -> None:
+    fake_docker.on("rm", stderr="Error: boom\n", status=1)
+    completed = remove_container("ssebench-r")
+    assert completed.returncode == 1
+    assert failure_reason(completed) == "boom"
+    assert fake_docker.calls() == [["rm", "--force", "--volumes", "ssebench-r"]]
+
+
+def test_removing_a_container_and_volumes_is_one_request_each(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_docker: FakeDocker,
+    daemons: list[FakeDaemon],
+) -> None:
+    daemons.append(daemon(tmp_path, monkeypatch, http_answer(b"", "204 No Content")))
+    assert remove_container("ssebench-a b").returncode == 0
+    listed = iter([["v1", "v2"], []])
+    monkeypatch.setattr(commands, "volume_names", lambda selector: next(listed))
+    assert commands.remove_volumes("label=k=v") is None
+    assert daemons[0].requests == [
+        "DELETE /containers/ssebench-a%20b?force=1&v=1 HTTP/1.0",
+        "DELETE /volumes/v1?force=1 HTTP/1.0",
+        "DELETE /volumes/v2?force=1 HTTP/1.0",
+    ]
+    assert fake_docker.calls() == []
+
+
+def test_the_archive_helper_is_created_through_the_api(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_docker: FakeDocker,
+    daemons: list[FakeDaemon],
+) -> None:
+    daemons.append(daemon(tmp_path, monkeypatch, http_answer(b'{"Id": "c1"}', "201 Created")))
+    name = archive.archive_helper("r1", "ssebench-r1-archive", "img:1")
+    assert name == "ssebench-r1-archive-copy"
+    assert daemons[0].requests == [
+        "DELETE /containers/ssebench-r1-archive-copy?force=1&v=1 HTTP/1.0",
+        "POST /containers/create?name=ssebench-r1-archive-copy HTTP/1.0",
+    ]
+    assert daemons[0].bodies[1] == {
+        "Image": "img:1",
+        "Cmd": ["ssebench-copy"],
+        "Labels": {"ssebench.archive-of": "r1"},
+        "HostConfig": {
+            "NetworkMode": "none",
+            "Mounts": [
+                {
+                    "Type": "volume",
+                    "Source": "ssebench-r1-archive",
+                    "Target": "/tmp/sse-archive",
+                    "ReadOnly": True,
+                }
+            ],
+        },
+    }
+    assert fake_docker.calls() == []
+
+
+def test_copy_from_image_creates_and_removes_through_the_api(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_docker: FakeDocker,
+    daemons: list[FakeDaemon],
+) -> None:
+    daemons.append(daemon(tmp_path, monkeypatch, http_answer(b'{"Id": "c1"}', "201 Created")))
+    DockerBackend().copy_from_image(
+        "img:1", "/reference/patch.diff", tmp_path / "p", "linux/amd64", labels={RUN_ID_LABEL: "r"}
+    )
+    assert daemons[0].requests == [
+        "POST /containers/create?platform=linux%2Famd64&name=ssebench-r-copy HTTP/1.0",
+        "DELETE /containers/c1?force=1&v=1 HTTP/1.0",
+    ]
+    created = daemons[0].bodies[0]
+    assert (created["Image"], created["Cmd"]) == ("img:1", ["ssebench-copy"])
+    assert created["Labels"][RUN_ID_LABEL] == "r"
+    assert fake_docker.calls() == [["cp", "c1:/reference/patch.diff", str(tmp_path / "p")]]
+
+
+def test_removing_a_run_network_is_requests(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_docker: FakeDocker,
+    daemons: list[FakeDaemon],
+) -> None:
+    inspected = {"Name": "n", "Containers": {"c1": {}, "c2": {}}}
+    daemons.append(daemon(tmp_path, monkeypatch, http_answer(json.dumps(inspected).encode())))
+    network.remove("r1")
+    name = network.network_name("r1")
+    assert daemons[0].requests == [
+        f"GET /networks/{name} HTTP/1.0",
+        f"POST /networks/{name}/disconnect HTTP/1.0",
+        f"POST /networks/{name}/disconnect HTTP/1.0",
+        f"DELETE /networks/{name} HTTP/1.0",
+    ]
+    assert daemons[0].bodies[1:3] == [
+        {"Container": "c1", "Force": True},
+        {"Container": "c2", "Force": True},
+    ]
+    assert not [argv for argv in fake_docker.calls() if argv[0] == "network"]
+
+
+def test_a_network_already_gone_is_one_request(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_docker: FakeDocker,
+    daemons: list[FakeDaemon],
+) -> None:
+    answer = http_answer(b'{"message": "network x not found"}', "404 Not Found")
+    daemons.append(daemon(tmp_path, monkeypatch, answer))
+    network.remove("r1")
+    assert len(daemons[0].requests) == 1
+    assert fake_docker.calls() == []

@@ -14,11 +14,13 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from ssebench.backends.docker import listing
 from ssebench.backends.docker.commands import (
     CREATE_TIMEOUT_SECONDS,
     container_exists,
+    docker_call,
     is_gone,
     remove_container,
 )
@@ -115,14 +117,19 @@ class DockerBackend(Backend):
         *,
         labels: Mapping[str, str] | None = None,
     ) -> None:
-        """docker create, docker cp, docker rm. The container carries the run's labels
+        """Create a container of image (an Engine API request where the API is at hand,
+        else docker create), docker cp, remove it. The container carries the run's labels
         and this runner's (host, process, a deadline), so a runner killed before it
         removed the container leaves one that `ssebench runs prune` finds and removes."""
         argv = ["create", "--pull", "never"]
+        query = "?"
         if platform:
             argv += ["--platform", platform]
+            query += f"platform={quote(platform, safe='')}&"
         if labels and labels.get(RUN_ID_LABEL):
-            argv += ["--name", f"{container_name(labels[RUN_ID_LABEL])}-copy"]
+            name = f"{container_name(labels[RUN_ID_LABEL])}-copy"
+            argv += ["--name", name]
+            query += f"name={quote(name, safe='')}"
         helper_labels = {
             **(labels or {}),
             DEADLINE_LABEL: str(int(time.time()) + COPY_DEADLINE_SECONDS),
@@ -133,8 +140,15 @@ class DockerBackend(Backend):
         }
         for key, value in helper_labels.items():
             argv += ["--label", f"{key}={value}"]
-        # A command is given so images without CMD can be created; it never runs.
-        completed = run_docker([*argv, image, "ssebench-copy"])
+        # A command is given so images without CMD can be created; it never runs. The
+        # Engine API's create never pulls, as --pull never.
+        completed = docker_call(
+            "POST",
+            f"/containers/create{query}",
+            [*argv, image, "ssebench-copy"],
+            body={"Image": image, "Cmd": ["ssebench-copy"], "Labels": helper_labels},
+            output=_created_id,
+        )
         if completed.returncode != 0:
             raise RuntimeError(f"Cannot create a container of {image}: {failure_reason(completed)}")
         container = completed.stdout.strip()
@@ -495,6 +509,15 @@ class DockerBackend(Backend):
     def exec_container(self, handle: RunHandle) -> str:
         # Sidecar: the environment container, which has the task, the tree and the daemon.
         return handle.details.get(ENVIRONMENT_DETAIL, handle.name)
+
+
+def _created_id(answer: bytes) -> str:
+    """The container ID of POST /containers/create's answer, as `docker create` prints it."""
+    try:
+        created = json.loads(answer)
+    except ValueError:
+        return ""
+    return str(created.get("Id", "")) if isinstance(created, dict) else ""
 
 
 def _not_ended(handle: RunHandle, timeout: float | None) -> TimeoutError:

@@ -55,19 +55,24 @@ def socket_path(environ: dict[str, str] | None = None) -> str | None:
     return DEFAULT_SOCKET
 
 
-def request(method: str, path: str, *, timeout: float = TIMEOUT_SECONDS) -> tuple[int, bytes]:
-    """One request to the Engine API: (status, body). Raises EngineUnavailable when the
-    socket is not to be used or cannot be reached, or the answer is not HTTP."""
+def request(
+    method: str, path: str, *, body: Any = None, timeout: float = TIMEOUT_SECONDS
+) -> tuple[int, bytes]:
+    """One request to the Engine API: (status, body); body, when given, is sent as JSON.
+    Raises EngineUnavailable when the socket is not to be used or cannot be reached, or
+    the answer is not HTTP."""
     where = socket_path()
     if where is None:
         raise EngineUnavailable("the docker CLI is set up for another daemon")
+    head = f"{method} {path} HTTP/1.0\r\nHost: docker\r\nUser-Agent: ssebench\r\n"
+    content = b"" if body is None else json.dumps(body).encode()
+    if body is not None:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(content)}\r\n"
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(timeout)
             connection.connect(where)
-            connection.sendall(
-                f"{method} {path} HTTP/1.0\r\nHost: docker\r\nUser-Agent: ssebench\r\n\r\n".encode()
-            )
+            connection.sendall(f"{head}\r\n".encode() + content)
             answer = _read_all(connection)
     except OSError as error:
         raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
@@ -84,6 +89,18 @@ def get_json(path: str) -> Any:
         return json.loads(body)
     except ValueError:
         raise EngineUnavailable(f"GET {path.partition('?')[0]} answered no JSON") from None
+
+
+def error_message(body: bytes) -> str:
+    """The daemon's message of an answer that is not a success ({"message": ...}), as the
+    docker CLI prints it after "Error response from daemon: "."""
+    try:
+        decoded = json.loads(body)
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict) and isinstance(decoded.get("message"), str):
+        return str(decoded["message"])
+    return body.decode("utf-8", "replace").strip()
 
 
 def containers_path(labels: dict[str, str]) -> str:
