@@ -431,3 +431,30 @@ def test_a_network_already_gone_is_one_request(
     network.remove("r1")
     assert len(daemons[0].requests) == 1
     assert fake_docker.calls() == []
+
+
+@pytest.mark.parametrize("open_egress", [False, True])
+def test_creating_a_run_network_is_one_request_saying_what_the_cli_would(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_docker: FakeDocker,
+    daemons: list[FakeDaemon],
+    open_egress: bool,
+) -> None:
+    daemons.append(daemon(tmp_path, monkeypatch, http_answer(b'{"Id": "n1"}', "201 Created")))
+    run_network = network.RunNetwork(
+        run_id="r1", open_egress=open_egress, needs_proxy=False, labels={"k": "v"}
+    )
+    assert network.create(run_network) == run_network.name
+    assert daemons[0].requests == ["POST /networks/create HTTP/1.0"]
+    body = daemons[0].bodies[0]
+    arguments = run_network.create_arguments()
+    assert ("--internal" in arguments) is body["Internal"] is not open_egress
+    assert arguments[-1] == body["Name"]
+    assert [f"{key}={value}" for key, value in body["Options"].items()] == [
+        arguments[arguments.index("--opt") + 1]
+    ]
+    labelled = [arguments[i + 1] for i, word in enumerate(arguments) if word == "--label"]
+    assert [f"{key}={value}" for key, value in body["Labels"].items()] == labelled
+    assert body["Driver"] == arguments[arguments.index("--driver") + 1]
+    assert not [argv for argv in fake_docker.calls() if argv[0] == "network"]

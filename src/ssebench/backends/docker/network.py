@@ -93,6 +93,17 @@ class RunNetwork:
             arguments += ["--label", f"{key}={value}"]
         return [*arguments, self.name]
 
+    def create_body(self) -> dict[str, Any]:
+        """The same as a body of the Engine API's POST /networks/create."""
+        return {
+            "Name": self.name,
+            "CheckDuplicate": True,
+            "Driver": "bridge",
+            "Internal": not self.open_egress,
+            "Options": {BRIDGE_NAME_OPTION: self.bridge},
+            "Labels": {**self.labels, PAIR: self.run_id},
+        }
+
     def rules(self) -> list[firewall.Rule]:
         return firewall.run_rules(self.name, self.bridge, open_egress=self.open_egress)
 
@@ -106,7 +117,9 @@ def create(network: RunNetwork) -> str:
 
     Raises BackendError, and then nothing of it is left.
     """
-    completed = run_docker(network.create_arguments())
+    completed = docker_call(
+        "POST", "/networks/create", network.create_arguments(), body=network.create_body()
+    )
     if completed.returncode != 0:
         reason = failure_reason(completed)
         if POOLS_EXHAUSTED_MARKER in completed.stderr:
