@@ -25,7 +25,8 @@ from ssebench.backends.docker.commands import (
     volume_names,
 )
 from ssebench.docker_cli import failure_reason
-from ssebench.extensions import RUN_ID_LABEL
+from ssebench.errors import BackendError
+from ssebench.extensions import RUN_ID_LABEL, RunHandle
 from tests.unit.test_images import FakeDocker, fake_docker_on_path
 
 LISTED = [
@@ -458,3 +459,49 @@ def test_creating_a_run_network_is_one_request_saying_what_the_cli_would(
     assert [f"{key}={value}" for key, value in body["Labels"].items()] == labelled
     assert body["Driver"] == arguments[arguments.index("--driver") + 1]
     assert not [argv for argv in fake_docker.calls() if argv[0] == "network"]
+
+
+def test_waiting_for_a_container_is_the_apis_blocking_wait(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_docker: FakeDocker,
+    daemons: list[FakeDaemon],
+) -> None:
+    answer = http_answer(b'{"StatusCode": 3, "Error": null}')
+    daemons.append(daemon(tmp_path, monkeypatch, answer))
+    handle = RunHandle(backend="docker", run_id="r", name="ssebench-r")
+    assert DockerBackend().wait(handle, 30) == 3
+    assert daemons[0].requests == ["POST /containers/ssebench-r/wait HTTP/1.0"]
+    assert fake_docker.calls() == []
+
+
+def test_a_wait_for_a_missing_container_says_so(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_docker: FakeDocker,
+    daemons: list[FakeDaemon],
+) -> None:
+    answer = http_answer(b'{"message": "No such container: ssebench-r"}', "404 Not Found")
+    daemons.append(daemon(tmp_path, monkeypatch, answer))
+    handle = RunHandle(backend="docker", run_id="r", name="ssebench-r")
+    with pytest.raises(BackendError, match="Cannot wait for ssebench-r: No such container"):
+        DockerBackend().wait(handle, 30)
+    assert fake_docker.calls() == []
+
+
+def test_a_wait_past_its_timeout_is_not_asked_again_of_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_docker: FakeDocker
+) -> None:
+    path = Path("/tmp") / f"ssebench-test-{secrets.token_hex(6)}.sock"
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.bind(str(path))
+    silent.listen()  # accepts (in the kernel's backlog) and never answers
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+    handle = RunHandle(backend="docker", run_id="r", name="ssebench-r")
+    try:
+        with pytest.raises(TimeoutError, match=r"did not end within 0\.2 s"):
+            DockerBackend().wait(handle, 0.2)
+    finally:
+        silent.close()
+        path.unlink(missing_ok=True)
+    assert fake_docker.calls() == []

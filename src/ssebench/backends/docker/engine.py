@@ -33,6 +33,11 @@ class EngineUnavailable(Exception):
     """The Engine API cannot be used here or now: use the CLI instead."""
 
 
+class EngineTimeout(EngineUnavailable):
+    """The daemon did not answer within the request's timeout (a blocking request such
+    as a wait: asking the CLI the same would wait as long again)."""
+
+
 def socket_path(environ: dict[str, str] | None = None) -> str | None:
     """The Unix socket of the daemon the docker CLI would talk to; None when the CLI is
     set up for anything else (another context, a TCP or SSH host)."""
@@ -56,11 +61,12 @@ def socket_path(environ: dict[str, str] | None = None) -> str | None:
 
 
 def request(
-    method: str, path: str, *, body: Any = None, timeout: float = TIMEOUT_SECONDS
+    method: str, path: str, *, body: Any = None, timeout: float | None = TIMEOUT_SECONDS
 ) -> tuple[int, bytes]:
-    """One request to the Engine API: (status, body); body, when given, is sent as JSON.
-    Raises EngineUnavailable when the socket is not to be used or cannot be reached, or
-    the answer is not HTTP."""
+    """One request to the Engine API: (status, body); body, when given, is sent as JSON;
+    timeout None waits as long as the daemon takes. Raises EngineTimeout when it did not
+    answer in time, EngineUnavailable when the socket is not to be used or cannot be
+    reached, or the answer is not HTTP."""
     where = socket_path()
     if where is None:
         raise EngineUnavailable("the docker CLI is set up for another daemon")
@@ -74,6 +80,8 @@ def request(
             connection.connect(where)
             connection.sendall(f"{head}\r\n".encode() + content)
             answer = _read_all(connection)
+    except TimeoutError:
+        raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
     except OSError as error:
         raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
     return _parse(answer)
