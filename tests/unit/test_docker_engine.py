@@ -8,7 +8,7 @@ import json
 import secrets
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -286,22 +286,28 @@ def test_volume_names_and_container_ids_fall_back_to_the_cli(fake_docker: FakeDo
 
 
 @pytest.fixture
-def daemons() -> Iterator[list[FakeDaemon]]:
+def api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_docker: FakeDocker
+) -> Iterator[Callable[[bytes], FakeDaemon]]:
+    """Starts a fake daemon giving one answer (the CLI is the fake's, for what falls
+    back); each is closed when the test ends."""
     started: list[FakeDaemon] = []
-    yield started
+
+    def start(answer: bytes) -> FakeDaemon:
+        started.append(daemon(tmp_path, monkeypatch, answer))
+        return started[-1]
+
+    yield start
     for fake in started:
         fake.close()
         fake.path.unlink(missing_ok=True)
 
 
 def test_docker_call_reads_the_api_as_the_cli_would_answer(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    fake_docker: FakeDocker,
-    daemons: list[FakeDaemon],
+    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     answer = http_answer(b'{"message": "No such container: x"}', "404 Not Found")
-    daemons.append(daemon(tmp_path, monkeypatch, answer))
+    fake = api(answer)
     completed = docker_call("POST", "/things?a=1", ["thing", "x"], body={"Name": "x"})
     assert (completed.args, completed.returncode, completed.stdout) == (
         ["docker", "thing", "x"],
@@ -310,12 +316,12 @@ def test_docker_call_reads_the_api_as_the_cli_would_answer(
     )
     assert failure_reason(completed) == "No such container: x"
     assert is_gone(completed)
-    assert daemons[0].requests == ["POST /things?a=1 HTTP/1.0"]
-    assert daemons[0].bodies == [{"Name": "x"}]
-    daemons.append(daemon(tmp_path, monkeypatch, http_answer(b'{"Id": "abc"}', "201 Created")))
+    assert fake.requests == ["POST /things?a=1 HTTP/1.0"]
+    assert fake.bodies == [{"Name": "x"}]
+    second = api(http_answer(b'{"Id": "abc"}', "201 Created"))
     completed = docker_call("GET", "/x", ["x"], output=lambda answer: json.loads(answer)["Id"])
     assert (completed.returncode, completed.stdout, completed.stderr) == (0, "abc", "")
-    assert daemons[1].bodies == [None]
+    assert second.bodies == [None]
     assert fake_docker.calls() == []
 
 
@@ -328,17 +334,14 @@ def test_docker_call_without_the_api_is_the_cli(fake_docker: FakeDocker) -> None
 
 
 def test_removing_a_container_and_volumes_is_one_request_each(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    fake_docker: FakeDocker,
-    daemons: list[FakeDaemon],
+    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    daemons.append(daemon(tmp_path, monkeypatch, http_answer(b"", "204 No Content")))
+    fake = api(http_answer(b"", "204 No Content"))
     assert remove_container("ssebench-a b").returncode == 0
     listed = iter([["v1", "v2"], []])
     monkeypatch.setattr(commands, "volume_names", lambda selector: next(listed))
     assert commands.remove_volumes("label=k=v") is None
-    assert daemons[0].requests == [
+    assert fake.requests == [
         "DELETE /containers/ssebench-a%20b?force=1&v=1 HTTP/1.0",
         "DELETE /volumes/v1?force=1 HTTP/1.0",
         "DELETE /volumes/v2?force=1 HTTP/1.0",
@@ -347,19 +350,16 @@ def test_removing_a_container_and_volumes_is_one_request_each(
 
 
 def test_the_archive_helper_is_created_through_the_api(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    fake_docker: FakeDocker,
-    daemons: list[FakeDaemon],
+    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
-    daemons.append(daemon(tmp_path, monkeypatch, http_answer(b'{"Id": "c1"}', "201 Created")))
+    fake = api(http_answer(b'{"Id": "c1"}', "201 Created"))
     name = archive.archive_helper("r1", "ssebench-r1-archive", "img:1")
     assert name == "ssebench-r1-archive-copy"
-    assert daemons[0].requests == [
+    assert fake.requests == [
         "DELETE /containers/ssebench-r1-archive-copy?force=1&v=1 HTTP/1.0",
         "POST /containers/create?name=ssebench-r1-archive-copy HTTP/1.0",
     ]
-    assert daemons[0].bodies[1] == {
+    assert fake.bodies[1] == {
         "Image": "img:1",
         "Cmd": ["ssebench-copy"],
         "Labels": {"ssebench.archive-of": "r1"},
@@ -379,42 +379,36 @@ def test_the_archive_helper_is_created_through_the_api(
 
 
 def test_copy_from_image_creates_and_removes_through_the_api(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    fake_docker: FakeDocker,
-    daemons: list[FakeDaemon],
+    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker, tmp_path: Path
 ) -> None:
-    daemons.append(daemon(tmp_path, monkeypatch, http_answer(b'{"Id": "c1"}', "201 Created")))
+    fake = api(http_answer(b'{"Id": "c1"}', "201 Created"))
     DockerBackend().copy_from_image(
         "img:1", "/reference/patch.diff", tmp_path / "p", "linux/amd64", labels={RUN_ID_LABEL: "r"}
     )
-    assert daemons[0].requests == [
+    assert fake.requests == [
         "POST /containers/create?platform=linux%2Famd64&name=ssebench-r-copy HTTP/1.0",
         "DELETE /containers/c1?force=1&v=1 HTTP/1.0",
     ]
-    created = daemons[0].bodies[0]
+    created = fake.bodies[0]
     assert (created["Image"], created["Cmd"]) == ("img:1", ["ssebench-copy"])
     assert created["Labels"][RUN_ID_LABEL] == "r"
     assert fake_docker.calls() == [["cp", "c1:/reference/patch.diff", str(tmp_path / "p")]]
 
 
 def test_removing_a_run_network_is_requests(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    fake_docker: FakeDocker,
-    daemons: list[FakeDaemon],
+    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     inspected = {"Name": "n", "Containers": {"c1": {}, "c2": {}}}
-    daemons.append(daemon(tmp_path, monkeypatch, http_answer(json.dumps(inspected).encode())))
+    fake = api(http_answer(json.dumps(inspected).encode()))
     network.remove("r1")
     name = network.network_name("r1")
-    assert daemons[0].requests == [
+    assert fake.requests == [
         f"GET /networks/{name} HTTP/1.0",
         f"POST /networks/{name}/disconnect HTTP/1.0",
         f"POST /networks/{name}/disconnect HTTP/1.0",
         f"DELETE /networks/{name} HTTP/1.0",
     ]
-    assert daemons[0].bodies[1:3] == [
+    assert fake.bodies[1:3] == [
         {"Container": "c1", "Force": True},
         {"Container": "c2", "Force": True},
     ]
@@ -422,33 +416,26 @@ def test_removing_a_run_network_is_requests(
 
 
 def test_a_network_already_gone_is_one_request(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    fake_docker: FakeDocker,
-    daemons: list[FakeDaemon],
+    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     answer = http_answer(b'{"message": "network x not found"}', "404 Not Found")
-    daemons.append(daemon(tmp_path, monkeypatch, answer))
+    fake = api(answer)
     network.remove("r1")
-    assert len(daemons[0].requests) == 1
+    assert len(fake.requests) == 1
     assert fake_docker.calls() == []
 
 
 @pytest.mark.parametrize("open_egress", [False, True])
 def test_creating_a_run_network_is_one_request_saying_what_the_cli_would(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    fake_docker: FakeDocker,
-    daemons: list[FakeDaemon],
-    open_egress: bool,
+    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker, open_egress: bool
 ) -> None:
-    daemons.append(daemon(tmp_path, monkeypatch, http_answer(b'{"Id": "n1"}', "201 Created")))
+    fake = api(http_answer(b'{"Id": "n1"}', "201 Created"))
     run_network = network.RunNetwork(
         run_id="r1", open_egress=open_egress, needs_proxy=False, labels={"k": "v"}
     )
     assert network.create(run_network) == run_network.name
-    assert daemons[0].requests == ["POST /networks/create HTTP/1.0"]
-    body = daemons[0].bodies[0]
+    assert fake.requests == ["POST /networks/create HTTP/1.0"]
+    body = fake.bodies[0]
     arguments = run_network.create_arguments()
     assert ("--internal" in arguments) is body["Internal"] is not open_egress
     assert arguments[-1] == body["Name"]
@@ -462,27 +449,21 @@ def test_creating_a_run_network_is_one_request_saying_what_the_cli_would(
 
 
 def test_waiting_for_a_container_is_the_apis_blocking_wait(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    fake_docker: FakeDocker,
-    daemons: list[FakeDaemon],
+    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     answer = http_answer(b'{"StatusCode": 3, "Error": null}')
-    daemons.append(daemon(tmp_path, monkeypatch, answer))
+    fake = api(answer)
     handle = RunHandle(backend="docker", run_id="r", name="ssebench-r")
     assert DockerBackend().wait(handle, 30) == 3
-    assert daemons[0].requests == ["POST /containers/ssebench-r/wait HTTP/1.0"]
+    assert fake.requests == ["POST /containers/ssebench-r/wait HTTP/1.0"]
     assert fake_docker.calls() == []
 
 
 def test_a_wait_for_a_missing_container_says_so(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    fake_docker: FakeDocker,
-    daemons: list[FakeDaemon],
+    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     answer = http_answer(b'{"message": "No such container: ssebench-r"}', "404 Not Found")
-    daemons.append(daemon(tmp_path, monkeypatch, answer))
+    fake = api(answer)
     handle = RunHandle(backend="docker", run_id="r", name="ssebench-r")
     with pytest.raises(BackendError, match="Cannot wait for ssebench-r: No such container"):
         DockerBackend().wait(handle, 30)
