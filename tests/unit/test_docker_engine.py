@@ -467,6 +467,7 @@ def test_a_wait_for_a_missing_container_says_so(
     handle = RunHandle(backend="docker", run_id="r", name="ssebench-r")
     with pytest.raises(BackendError, match="Cannot wait for ssebench-r: No such container"):
         DockerBackend().wait(handle, 30)
+    assert len(fake.requests) == 1
     assert fake_docker.calls() == []
 
 
