@@ -15,7 +15,8 @@ from ssebench.cli.main import COMMANDS, build_parser
 
 HEAVY = ("kubernetes", "starlette", "uvicorn", "yaml", "urllib.request", "http.client")
 # What listing runs does not need: the image builds, the Docker backend's run, archive,
-# clean-up and network modules (and through them the proxy's), tar extraction.
+# clean-up and network modules (and through them the proxy's), tar extraction, and the
+# entry points' importlib.metadata.
 NOT_FOR_LISTING = (
     "ssebench.images",
     "ssebench.image_layers",
@@ -30,6 +31,10 @@ NOT_FOR_LISTING = (
     "ssebench.safe_tar",
     "ssebench.tasks",
     "ssebench.agents",
+    # Costs of the standard library that listing does without (docs/performance.md).
+    "importlib.metadata",
+    "email",
+    "datetime",
 )
 
 
