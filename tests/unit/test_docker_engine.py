@@ -4,9 +4,11 @@ socket: which daemon it uses, the one request list_runs makes, the answer read b
 
 from __future__ import annotations
 
+import io
 import json
 import secrets
 import socket
+import tarfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -52,9 +54,10 @@ LISTED = [
 
 
 class FakeDaemon:
-    """Answers every request with one canned answer and records the request lines."""
+    """Answers every request with one canned answer (or the n-th request with the n-th
+    of a list, the last one from then on) and records the request lines and bodies."""
 
-    def __init__(self, path: Path, answer: bytes) -> None:
+    def __init__(self, path: Path, answer: bytes | list[bytes]) -> None:
         self.path = path
         self.answer = answer
         self.requests: list[str] = []
@@ -88,7 +91,8 @@ class FakeDaemon:
                     body += chunk
                 self.bodies.append(json.loads(body) if body else None)
                 self.requests.append(head.decode().split("\r\n")[0])
-                connection.sendall(self.answer)
+                answers = [self.answer] if isinstance(self.answer, bytes) else self.answer
+                connection.sendall(answers[min(len(self.requests), len(answers)) - 1])
 
     def close(self) -> None:
         self.server.close()
@@ -109,7 +113,9 @@ def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fak
     yield from fake_docker_on_path(tmp_path, monkeypatch)
 
 
-def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: bytes) -> FakeDaemon:
+def daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: bytes | list[bytes]
+) -> FakeDaemon:
     # A short path: a Unix socket's path holds about 100 bytes.
     path = Path("/tmp") / f"ssebench-test-{secrets.token_hex(6)}.sock"
     fake = FakeDaemon(path, answer)
@@ -288,12 +294,12 @@ def test_volume_names_and_container_ids_fall_back_to_the_cli(fake_docker: FakeDo
 @pytest.fixture
 def api(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_docker: FakeDocker
-) -> Iterator[Callable[[bytes], FakeDaemon]]:
+) -> Iterator[Callable[[bytes | list[bytes]], FakeDaemon]]:
     """Starts a fake daemon giving one answer (the CLI is the fake's, for what falls
     back); each is closed when the test ends."""
     started: list[FakeDaemon] = []
 
-    def start(answer: bytes) -> FakeDaemon:
+    def start(answer: bytes | list[bytes]) -> FakeDaemon:
         started.append(daemon(tmp_path, monkeypatch, answer))
         return started[-1]
 
@@ -304,7 +310,7 @@ def api(
 
 
 def test_docker_call_reads_the_api_as_the_cli_would_answer(
-    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     answer = http_answer(b'{"message": "No such container: x"}', "404 Not Found")
     fake = api(answer)
@@ -334,7 +340,9 @@ def test_docker_call_without_the_api_is_the_cli(fake_docker: FakeDocker) -> None
 
 
 def test_removing_a_container_and_volumes_is_one_request_each(
-    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker, monkeypatch: pytest.MonkeyPatch
+    api: Callable[[bytes | list[bytes]], FakeDaemon],
+    fake_docker: FakeDocker,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fake = api(http_answer(b"", "204 No Content"))
     assert remove_container("ssebench-a b").returncode == 0
@@ -350,7 +358,7 @@ def test_removing_a_container_and_volumes_is_one_request_each(
 
 
 def test_the_archive_helper_is_created_through_the_api(
-    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     fake = api(http_answer(b'{"Id": "c1"}', "201 Created"))
     name = archive.archive_helper("r1", "ssebench-r1-archive", "img:1")
@@ -378,25 +386,61 @@ def test_the_archive_helper_is_created_through_the_api(
     assert fake_docker.calls() == []
 
 
-def test_copy_from_image_creates_and_removes_through_the_api(
-    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker, tmp_path: Path
+def tar_of(name: str, content: bytes, kind: bytes = tarfile.REGTYPE) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        member = tarfile.TarInfo(name)
+        member.type, member.mode, member.size = kind, 0o640, len(content)
+        archive.addfile(member, io.BytesIO(content) if kind == tarfile.REGTYPE else None)
+    return buffer.getvalue()
+
+
+def test_copy_from_image_is_requests_only(
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker, tmp_path: Path
 ) -> None:
-    fake = api(http_answer(b'{"Id": "c1"}', "201 Created"))
+    created = http_answer(b'{"Id": "c1"}', "201 Created")
+    copied = http_answer(tar_of("patch.diff", b"--- a\n+++ b\n"))
+    fake = api([created, copied, http_answer(b"", "204 No Content")])
     DockerBackend().copy_from_image(
         "img:1", "/reference/patch.diff", tmp_path / "p", "linux/amd64", labels={RUN_ID_LABEL: "r"}
     )
     assert fake.requests == [
         "POST /containers/create?platform=linux%2Famd64&name=ssebench-r-copy HTTP/1.0",
+        "GET /containers/c1/archive?path=%2Freference%2Fpatch.diff HTTP/1.0",
         "DELETE /containers/c1?force=1&v=1 HTTP/1.0",
     ]
-    created = fake.bodies[0]
-    assert (created["Image"], created["Cmd"]) == ("img:1", ["ssebench-copy"])
-    assert created["Labels"][RUN_ID_LABEL] == "r"
-    assert fake_docker.calls() == [["cp", "c1:/reference/patch.diff", str(tmp_path / "p")]]
+    body = fake.bodies[0]
+    assert (body["Image"], body["Cmd"]) == ("img:1", ["ssebench-copy"])
+    assert body["Labels"][RUN_ID_LABEL] == "r"
+    assert (tmp_path / "p").read_bytes() == b"--- a\n+++ b\n"
+    assert (tmp_path / "p").stat().st_mode & 0o777 == 0o640
+    assert fake_docker.calls() == []
+
+
+@pytest.mark.parametrize(
+    "copied",
+    [
+        http_answer(tar_of("patch.diff", b"", tarfile.SYMTYPE)),
+        http_answer(tar_of("folder", b"", tarfile.DIRTYPE)),
+        http_answer(b"not a tar"),
+        http_answer(b'{"message": "Could not find the file"}', "404 Not Found"),
+    ],
+)
+def test_copy_from_image_leaves_anything_but_one_file_to_docker_cp(
+    api: Callable[[bytes | list[bytes]], FakeDaemon],
+    fake_docker: FakeDocker,
+    tmp_path: Path,
+    copied: bytes,
+) -> None:
+    fake = api([http_answer(b'{"Id": "c1"}', "201 Created"), copied, http_answer(b"")])
+    DockerBackend().copy_from_image("img:1", "/x", tmp_path / "p", None)
+    assert [line.split(" ")[0] for line in fake.requests] == ["POST", "GET", "DELETE"]
+    assert not (tmp_path / "p").exists()
+    assert fake_docker.calls() == [["cp", "c1:/x", str(tmp_path / "p")]]
 
 
 def test_removing_a_run_network_is_requests(
-    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     inspected = {"Name": "n", "Containers": {"c1": {}, "c2": {}}}
     fake = api(http_answer(json.dumps(inspected).encode()))
@@ -416,7 +460,7 @@ def test_removing_a_run_network_is_requests(
 
 
 def test_a_network_already_gone_is_one_request(
-    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     answer = http_answer(b'{"message": "network x not found"}', "404 Not Found")
     fake = api(answer)
@@ -427,7 +471,7 @@ def test_a_network_already_gone_is_one_request(
 
 @pytest.mark.parametrize("open_egress", [False, True])
 def test_creating_a_run_network_is_one_request_saying_what_the_cli_would(
-    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker, open_egress: bool
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker, open_egress: bool
 ) -> None:
     fake = api(http_answer(b'{"Id": "n1"}', "201 Created"))
     run_network = network.RunNetwork(
@@ -449,7 +493,7 @@ def test_creating_a_run_network_is_one_request_saying_what_the_cli_would(
 
 
 def test_waiting_for_a_container_is_the_apis_blocking_wait(
-    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     answer = http_answer(b'{"StatusCode": 3, "Error": null}')
     fake = api(answer)
@@ -460,7 +504,7 @@ def test_waiting_for_a_container_is_the_apis_blocking_wait(
 
 
 def test_a_wait_for_a_missing_container_says_so(
-    api: Callable[[bytes], FakeDaemon], fake_docker: FakeDocker
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
 ) -> None:
     answer = http_answer(b'{"message": "No such container: ssebench-r"}', "404 Not Found")
     fake = api(answer)

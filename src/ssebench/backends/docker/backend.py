@@ -117,8 +117,9 @@ class DockerBackend(Backend):
         *,
         labels: Mapping[str, str] | None = None,
     ) -> None:
-        """Create a container of image (an Engine API request where the API is at hand,
-        else docker create), docker cp, remove it. The container carries the run's labels
+        """Create a container of image, copy the file out, remove the container: Engine
+        API requests where the API is at hand (the copy a tar of the one file), else
+        docker create, docker cp and docker rm. The container carries the run's labels
         and this runner's (host, process, a deadline), so a runner killed before it
         removed the container leaves one that `ssebench runs prune` finds and removes."""
         argv = ["create", "--pull", "never"]
@@ -153,6 +154,8 @@ class DockerBackend(Backend):
             raise RuntimeError(f"Cannot create a container of {image}: {failure_reason(completed)}")
         container = completed.stdout.strip()
         try:
+            if _copy_file_by_api(container, path, dest):
+                return
             completed = run_docker(["cp", f"{container}:{path}", str(dest)])
             if completed.returncode != 0:
                 raise RuntimeError(
@@ -533,6 +536,41 @@ class DockerBackend(Backend):
     def exec_container(self, handle: RunHandle) -> str:
         # Sidecar: the environment container, which has the task, the tree and the daemon.
         return handle.details.get(ENVIRONMENT_DETAIL, handle.name)
+
+
+# A file copied out of an image through the API is read whole: a task's patch is small.
+COPY_BY_API_MAX_BYTES = 16 * 1024 * 1024
+
+
+def _copy_file_by_api(container: str, path: str, dest: Path) -> bool:
+    """`docker cp container:path dest` of one regular file, as the Engine API's
+    GET /containers/{id}/archive (a tar of it); False, having written nothing, for
+    anything else (no API, an error, a directory or link, a large answer, dest a
+    folder), which `docker cp` then copies or explains."""
+    import io
+    import tarfile
+
+    target = f"/containers/{quote(container, safe='')}/archive?path={quote(path, safe='')}"
+    try:
+        status, answer = engine.request("GET", target, max_bytes=COPY_BY_API_MAX_BYTES)
+    except engine.EngineUnavailable:
+        return False
+    if status != 200 or dest.is_dir():
+        return False
+    try:
+        with tarfile.open(fileobj=io.BytesIO(answer), mode="r:") as archive:
+            members = archive.getmembers()
+            if len(members) != 1 or not members[0].isfile():
+                return False
+            extracted = archive.extractfile(members[0])
+            content = extracted.read() if extracted is not None else None
+    except tarfile.TarError:
+        return False
+    if content is None:
+        return False
+    dest.write_bytes(content)
+    dest.chmod(members[0].mode & 0o777)  # as docker cp keeps it
+    return True
 
 
 def _created_id(answer: bytes) -> str:

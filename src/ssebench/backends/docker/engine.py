@@ -61,12 +61,17 @@ def socket_path(environ: dict[str, str] | None = None) -> str | None:
 
 
 def request(
-    method: str, path: str, *, body: Any = None, timeout: float | None = TIMEOUT_SECONDS
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    timeout: float | None = TIMEOUT_SECONDS,
+    max_bytes: int = MAX_ANSWER_BYTES,
 ) -> tuple[int, bytes]:
     """One request to the Engine API: (status, body); body, when given, is sent as JSON;
     timeout None waits as long as the daemon takes. Raises EngineTimeout when it did not
     answer in time, EngineUnavailable when the socket is not to be used or cannot be
-    reached, or the answer is not HTTP."""
+    reached, or the answer is not HTTP or larger than max_bytes."""
     where = socket_path()
     if where is None:
         raise EngineUnavailable("the docker CLI is set up for another daemon")
@@ -79,7 +84,7 @@ def request(
             connection.settimeout(timeout)
             connection.connect(where)
             connection.sendall(f"{head}\r\n".encode() + content)
-            answer = _read_all(connection)
+            answer = _read_all(connection, max_bytes)
     except TimeoutError:
         raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
     except OSError as error:
@@ -117,13 +122,13 @@ def containers_path(labels: dict[str, str]) -> str:
     return f"/containers/json?all=1&filters={quote(filters, safe='')}"
 
 
-def _read_all(connection: socket.socket) -> bytes:
+def _read_all(connection: socket.socket, max_bytes: int) -> bytes:
     parts: list[bytes] = []
     size = 0
     while chunk := connection.recv(READ_CHUNK):
         parts.append(chunk)
         size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
+        if size > max_bytes:
             raise EngineUnavailable("the answer is too large")
     return b"".join(parts)
 
