@@ -15,7 +15,8 @@ from ssebench.cli.main import COMMANDS, build_parser
 
 HEAVY = ("kubernetes", "starlette", "uvicorn", "yaml", "urllib.request", "http.client")
 # What listing runs does not need: the image builds, the Docker backend's run, archive,
-# clean-up and network modules (and through them the proxy's), tar extraction.
+# clean-up and network modules (and through them the proxy's), tar extraction, and the
+# entry points' importlib.metadata.
 NOT_FOR_LISTING = (
     "ssebench.images",
     "ssebench.image_layers",
@@ -30,6 +31,10 @@ NOT_FOR_LISTING = (
     "ssebench.safe_tar",
     "ssebench.tasks",
     "ssebench.agents",
+    # Costs of the standard library that listing does without (docs/performance.md).
+    "importlib.metadata",
+    "email",
+    "datetime",
 )
 
 
@@ -66,6 +71,8 @@ def test_help_imports_no_command() -> None:
     commands = {f"ssebench.cli.{module}" for _, module, _ in COMMANDS}
     assert not loaded & commands
     assert not [name for name in loaded if name.split(".")[0] in HEAVY or name in HEAVY]
+    # argparse's formatter imports shutil (with bz2, lzma) for the width; main's does not.
+    assert not loaded & {"shutil", "threading", "importlib.metadata"}
 
 
 @pytest.mark.parametrize("words", [["runs", "list", "--json"], ["run", "--help"]])

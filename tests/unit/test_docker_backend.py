@@ -394,5 +394,7 @@ def test_unreachable_daemon_is_one_clear_line(fake_docker: FakeDocker) -> None:
 
 def test_docker_not_on_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
+    # No daemon either: with one, the Engine API would make the volume and network first.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     with pytest.raises(UserError, match="Docker is not reachable: the docker command is not"):
         DockerBackend().start(make_spec(tmp_path, network=NetworkPolicy(egress="open")))

@@ -4,18 +4,31 @@ socket: which daemon it uses, the one request list_runs makes, the answer read b
 
 from __future__ import annotations
 
+import io
 import json
 import secrets
 import socket
+import tarfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from ssebench.backends.docker import DockerBackend, engine
-from ssebench.backends.docker.commands import container_exists, container_ids, volume_names
+from ssebench.backends.docker import DockerBackend, archive, commands, engine, network
+from ssebench.backends.docker.commands import (
+    container_exists,
+    container_ids,
+    docker_call,
+    is_gone,
+    remove_container,
+    volume_names,
+)
+from ssebench.docker_cli import failure_reason
+from ssebench.errors import BackendError
+from ssebench.extensions import RUN_ID_LABEL, RunHandle
 from tests.unit.test_images import FakeDocker, fake_docker_on_path
 
 LISTED = [
@@ -41,12 +54,14 @@ LISTED = [
 
 
 class FakeDaemon:
-    """Answers every request with one canned answer and records the request lines."""
+    """Answers every request with one canned answer (or the n-th request with the n-th
+    of a list, the last one from then on) and records the request lines and bodies."""
 
-    def __init__(self, path: Path, answer: bytes) -> None:
+    def __init__(self, path: Path, answer: bytes | list[bytes]) -> None:
         self.path = path
         self.answer = answer
         self.requests: list[str] = []
+        self.bodies: list[Any] = []
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(path))
         self.server.listen()
@@ -66,8 +81,18 @@ class FakeDaemon:
                     if not chunk:
                         break
                     received += chunk
-                self.requests.append(received.decode().split("\r\n")[0])
-                connection.sendall(self.answer)
+                head, _, body = received.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.decode().split("\r\n")[1:]:
+                    name, _, value = line.partition(":")
+                    if name.lower() == "content-length":
+                        length = int(value)
+                while len(body) < length and (chunk := connection.recv(4096)):
+                    body += chunk
+                self.bodies.append(json.loads(body) if body else None)
+                self.requests.append(head.decode().split("\r\n")[0])
+                answers = [self.answer] if isinstance(self.answer, bytes) else self.answer
+                connection.sendall(answers[min(len(self.requests), len(answers)) - 1])
 
     def close(self) -> None:
         self.server.close()
@@ -88,7 +113,9 @@ def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fak
     yield from fake_docker_on_path(tmp_path, monkeypatch)
 
 
-def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: bytes) -> FakeDaemon:
+def daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: bytes | list[bytes]
+) -> FakeDaemon:
     # A short path: a Unix socket's path holds about 100 bytes.
     path = Path("/tmp") / f"ssebench-test-{secrets.token_hex(6)}.sock"
     fake = FakeDaemon(path, answer)
@@ -262,3 +289,245 @@ def test_volume_names_and_container_ids_fall_back_to_the_cli(fake_docker: FakeDo
         ["volume", "ls", "--quiet", "--filter", "name=v"],
         ["ps", "--all", "--quiet", "--filter", "label=k=v", "--no-trunc"],
     ]
+
+
+@pytest.fixture
+def api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_docker: FakeDocker
+) -> Iterator[Callable[[bytes | list[bytes]], FakeDaemon]]:
+    """Starts a fake daemon giving one answer (the CLI is the fake's, for what falls
+    back); each is closed when the test ends."""
+    started: list[FakeDaemon] = []
+
+    def start(answer: bytes | list[bytes]) -> FakeDaemon:
+        started.append(daemon(tmp_path, monkeypatch, answer))
+        return started[-1]
+
+    yield start
+    for fake in started:
+        fake.close()
+        fake.path.unlink(missing_ok=True)
+
+
+def test_docker_call_reads_the_api_as_the_cli_would_answer(
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
+) -> None:
+    answer = http_answer(b'{"message": "No such container: x"}', "404 Not Found")
+    fake = api(answer)
+    completed = docker_call("POST", "/things?a=1", ["thing", "x"], body={"Name": "x"})
+    assert (completed.args, completed.returncode, completed.stdout) == (
+        ["docker", "thing", "x"],
+        1,
+        "",
+    )
+    assert failure_reason(completed) == "No such container: x"
+    assert is_gone(completed)
+    assert fake.requests == ["POST /things?a=1 HTTP/1.0"]
+    assert fake.bodies == [{"Name": "x"}]
+    second = api(http_answer(b'{"Id": "abc"}', "201 Created"))
+    completed = docker_call("GET", "/x", ["x"], output=lambda answer: json.loads(answer)["Id"])
+    assert (completed.returncode, completed.stdout, completed.stderr) == (0, "abc", "")
+    assert second.bodies == [None]
+    assert fake_docker.calls() == []
+
+
+def test_docker_call_without_the_api_is_the_cli(fake_docker: FakeDocker) -> None:
+    fake_docker.on("rm", stderr="Error: boom\n", status=1)
+    completed = remove_container("ssebench-r")
+    assert completed.returncode == 1
+    assert failure_reason(completed) == "boom"
+    assert fake_docker.calls() == [["rm", "--force", "--volumes", "ssebench-r"]]
+
+
+def test_removing_a_container_and_volumes_is_one_request_each(
+    api: Callable[[bytes | list[bytes]], FakeDaemon],
+    fake_docker: FakeDocker,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = api(http_answer(b"", "204 No Content"))
+    assert remove_container("ssebench-a b").returncode == 0
+    listed = iter([["v1", "v2"], []])
+    monkeypatch.setattr(commands, "volume_names", lambda selector: next(listed))
+    assert commands.remove_volumes("label=k=v") is None
+    assert fake.requests == [
+        "DELETE /containers/ssebench-a%20b?force=1&v=1 HTTP/1.0",
+        "DELETE /volumes/v1?force=1 HTTP/1.0",
+        "DELETE /volumes/v2?force=1 HTTP/1.0",
+    ]
+    assert fake_docker.calls() == []
+
+
+def test_the_archive_helper_is_created_through_the_api(
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
+) -> None:
+    fake = api(http_answer(b'{"Id": "c1"}', "201 Created"))
+    name = archive.archive_helper("r1", "ssebench-r1-archive", "img:1")
+    assert name == "ssebench-r1-archive-copy"
+    assert fake.requests == [
+        "DELETE /containers/ssebench-r1-archive-copy?force=1&v=1 HTTP/1.0",
+        "POST /containers/create?name=ssebench-r1-archive-copy HTTP/1.0",
+    ]
+    assert fake.bodies[1] == {
+        "Image": "img:1",
+        "Cmd": ["ssebench-copy"],
+        "Labels": {"ssebench.archive-of": "r1"},
+        "HostConfig": {
+            "NetworkMode": "none",
+            "Mounts": [
+                {
+                    "Type": "volume",
+                    "Source": "ssebench-r1-archive",
+                    "Target": "/tmp/sse-archive",
+                    "ReadOnly": True,
+                }
+            ],
+        },
+    }
+    assert fake_docker.calls() == []
+
+
+def tar_of(name: str, content: bytes, kind: bytes = tarfile.REGTYPE) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        member = tarfile.TarInfo(name)
+        member.type, member.mode, member.size = kind, 0o640, len(content)
+        archive.addfile(member, io.BytesIO(content) if kind == tarfile.REGTYPE else None)
+    return buffer.getvalue()
+
+
+def test_copy_from_image_is_requests_only(
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker, tmp_path: Path
+) -> None:
+    created = http_answer(b'{"Id": "c1"}', "201 Created")
+    copied = http_answer(tar_of("patch.diff", b"--- a\n+++ b\n"))
+    fake = api([created, copied, http_answer(b"", "204 No Content")])
+    DockerBackend().copy_from_image(
+        "img:1", "/reference/patch.diff", tmp_path / "p", "linux/amd64", labels={RUN_ID_LABEL: "r"}
+    )
+    assert fake.requests == [
+        "POST /containers/create?platform=linux%2Famd64&name=ssebench-r-copy HTTP/1.0",
+        "GET /containers/c1/archive?path=%2Freference%2Fpatch.diff HTTP/1.0",
+        "DELETE /containers/c1?force=1&v=1 HTTP/1.0",
+    ]
+    body = fake.bodies[0]
+    assert (body["Image"], body["Cmd"]) == ("img:1", ["ssebench-copy"])
+    assert body["Labels"][RUN_ID_LABEL] == "r"
+    assert (tmp_path / "p").read_bytes() == b"--- a\n+++ b\n"
+    assert (tmp_path / "p").stat().st_mode & 0o777 == 0o640
+    assert fake_docker.calls() == []
+
+
+@pytest.mark.parametrize(
+    "copied",
+    [
+        http_answer(tar_of("patch.diff", b"", tarfile.SYMTYPE)),
+        http_answer(tar_of("folder", b"", tarfile.DIRTYPE)),
+        http_answer(b"not a tar"),
+        http_answer(b'{"message": "Could not find the file"}', "404 Not Found"),
+    ],
+)
+def test_copy_from_image_leaves_anything_but_one_file_to_docker_cp(
+    api: Callable[[bytes | list[bytes]], FakeDaemon],
+    fake_docker: FakeDocker,
+    tmp_path: Path,
+    copied: bytes,
+) -> None:
+    fake = api([http_answer(b'{"Id": "c1"}', "201 Created"), copied, http_answer(b"")])
+    DockerBackend().copy_from_image("img:1", "/x", tmp_path / "p", None)
+    assert [line.split(" ")[0] for line in fake.requests] == ["POST", "GET", "DELETE"]
+    assert not (tmp_path / "p").exists()
+    assert fake_docker.calls() == [["cp", "c1:/x", str(tmp_path / "p")]]
+
+
+def test_removing_a_run_network_is_requests(
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
+) -> None:
+    inspected = {"Name": "n", "Containers": {"c1": {}, "c2": {}}}
+    fake = api(http_answer(json.dumps(inspected).encode()))
+    network.remove("r1")
+    name = network.network_name("r1")
+    assert fake.requests == [
+        f"GET /networks/{name} HTTP/1.0",
+        f"POST /networks/{name}/disconnect HTTP/1.0",
+        f"POST /networks/{name}/disconnect HTTP/1.0",
+        f"DELETE /networks/{name} HTTP/1.0",
+    ]
+    assert fake.bodies[1:3] == [
+        {"Container": "c1", "Force": True},
+        {"Container": "c2", "Force": True},
+    ]
+    assert not [argv for argv in fake_docker.calls() if argv[0] == "network"]
+
+
+def test_a_network_already_gone_is_one_request(
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
+) -> None:
+    answer = http_answer(b'{"message": "network x not found"}', "404 Not Found")
+    fake = api(answer)
+    network.remove("r1")
+    assert len(fake.requests) == 1
+    assert fake_docker.calls() == []
+
+
+@pytest.mark.parametrize("open_egress", [False, True])
+def test_creating_a_run_network_is_one_request_saying_what_the_cli_would(
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker, open_egress: bool
+) -> None:
+    fake = api(http_answer(b'{"Id": "n1"}', "201 Created"))
+    run_network = network.RunNetwork(
+        run_id="r1", open_egress=open_egress, needs_proxy=False, labels={"k": "v"}
+    )
+    assert network.create(run_network) == run_network.name
+    assert fake.requests == ["POST /networks/create HTTP/1.0"]
+    body = fake.bodies[0]
+    arguments = run_network.create_arguments()
+    assert ("--internal" in arguments) is body["Internal"] is not open_egress
+    assert arguments[-1] == body["Name"]
+    assert [f"{key}={value}" for key, value in body["Options"].items()] == [
+        arguments[arguments.index("--opt") + 1]
+    ]
+    labelled = [arguments[i + 1] for i, word in enumerate(arguments) if word == "--label"]
+    assert [f"{key}={value}" for key, value in body["Labels"].items()] == labelled
+    assert body["Driver"] == arguments[arguments.index("--driver") + 1]
+    assert not [argv for argv in fake_docker.calls() if argv[0] == "network"]
+
+
+def test_waiting_for_a_container_is_the_apis_blocking_wait(
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
+) -> None:
+    answer = http_answer(b'{"StatusCode": 3, "Error": null}')
+    fake = api(answer)
+    handle = RunHandle(backend="docker", run_id="r", name="ssebench-r")
+    assert DockerBackend().wait(handle, 30) == 3
+    assert fake.requests == ["POST /containers/ssebench-r/wait HTTP/1.0"]
+    assert fake_docker.calls() == []
+
+
+def test_a_wait_for_a_missing_container_says_so(
+    api: Callable[[bytes | list[bytes]], FakeDaemon], fake_docker: FakeDocker
+) -> None:
+    answer = http_answer(b'{"message": "No such container: ssebench-r"}', "404 Not Found")
+    fake = api(answer)
+    handle = RunHandle(backend="docker", run_id="r", name="ssebench-r")
+    with pytest.raises(BackendError, match="Cannot wait for ssebench-r: No such container"):
+        DockerBackend().wait(handle, 30)
+    assert len(fake.requests) == 1
+    assert fake_docker.calls() == []
+
+
+def test_a_wait_past_its_timeout_is_not_asked_again_of_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_docker: FakeDocker
+) -> None:
+    path = Path("/tmp") / f"ssebench-test-{secrets.token_hex(6)}.sock"
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.bind(str(path))
+    silent.listen()  # accepts (in the kernel's backlog) and never answers
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+    handle = RunHandle(backend="docker", run_id="r", name="ssebench-r")
+    try:
+        with pytest.raises(TimeoutError, match=r"did not end within 0\.2 s"):
+            DockerBackend().wait(handle, 0.2)
+    finally:
+        silent.close()
+        path.unlink(missing_ok=True)
+    assert fake_docker.calls() == []

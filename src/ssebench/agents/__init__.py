@@ -26,12 +26,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from ssebench import entry_points as installed
+from ssebench.entry_points import EntryPoint
 from ssebench.errors import UserError
-
-if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
 
 AGENTS_DIR = Path(__file__).parent
 REFERENCE = "reference"
@@ -232,11 +231,9 @@ def _entry_point_folder(entry_point: EntryPoint) -> Path:
 
 
 def entry_points(*, group: str) -> Iterable[EntryPoint]:
-    """importlib.metadata's entry points of group, imported here and not at the top:
-    importlib.metadata (and email, which it loads) would cost every command start-up."""
-    from importlib import metadata
-
-    return metadata.entry_points(group=group)
+    """The entry points of group, read without importlib.metadata, whose import (email,
+    zipfile, ...) costs a run's start-up more than reading them (ssebench.entry_points)."""
+    return installed.entry_points(group)
 
 
 def _extension_agents() -> list[Agent]:

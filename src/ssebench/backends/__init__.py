@@ -4,13 +4,10 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
+from ssebench.entry_points import EntryPoint, entry_points
 from ssebench.errors import UserError
 from ssebench.extensions import Backend
-
-if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
 
 GROUP = "ssebench.backends"
 DEFAULT_BACKEND = "docker"
@@ -18,10 +15,8 @@ BACKEND_VARIABLE = "SSEBENCH_BACKEND"
 
 
 def _entry_points() -> dict[str, EntryPoint]:
-    # Here, not at the top: importlib.metadata (and email, which it loads) costs every
-    # command start-up, and only a command that loads a backend needs it.
-    from importlib.metadata import entry_points
-
+    # ssebench.entry_points, not importlib.metadata, whose import (email, zipfile, ...)
+    # costs more than the rest of `ssebench runs list`.
     found: dict[str, EntryPoint] = {}
     for entry_point in entry_points(group=GROUP):
         found.setdefault(entry_point.name, entry_point)

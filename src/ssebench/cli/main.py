@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 from ssebench import __version__
 from ssebench.errors import SsebenchError
@@ -44,11 +45,48 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated()
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, with the width found without importing shutil (argparse imports it
+    for get_terminal_size, with bz2, lzma and zlib: a tenth of `ssebench --help`)."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width or _columns() - 2)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's, with HelpFormatter; add_subparsers makes the commands' parsers of
+    this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+def _columns() -> int:
+    """shutil.get_terminal_size().columns: $COLUMNS, else the terminal's, else 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
 def build_parser(words: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser of ssebench. Given the command line's words, only the command named
     there is registered in full (the others are names with their help); without them,
     every command is."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="ssebench",
         description="Run coding agents on software-engineering tasks in containers "
         "and grade what they leave behind.",
@@ -84,9 +122,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not hasattr(arguments, "trailing_command"):
             parser.error("'--' is only for `ssebench runs exec ID -- COMMAND...`")
         arguments.trailing_command = trailing
-    # Signal handlers belong to the main thread (tests call main from others too).
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if in_main_thread else None
+    # Signal handlers belong to the main thread (tests call main from others too); the
+    # check is signal's own ValueError, not threading, whose import --help need not pay.
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminated)
+        in_main_thread = True
+    except ValueError:
+        previous, in_main_thread = None, False
     try:
         code: int = arguments.handler(arguments)
     except SsebenchError as error:

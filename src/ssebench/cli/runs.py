@@ -35,7 +35,8 @@ def register(commands: Any) -> None:
     parser.add_argument("--backend", help="as for ssebench run; also $SSEBENCH_BACKEND")
     # --backend is accepted after the action too (runs list --backend docker); SUPPRESS
     # keeps an absent one from overriding the one given before the action.
-    backend_option = argparse.ArgumentParser(add_help=False)
+    # type(parser): main's parser class, whose help formatter does not import shutil.
+    backend_option = type(parser)(add_help=False)
     backend_option.add_argument("--backend", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True

@@ -12,11 +12,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
+from urllib.parse import quote
 
 from ssebench import docker_cli, safe_tar
 from ssebench.backends.docker.children import end_process
 from ssebench.backends.docker.commands import (
     container_ids,
+    docker_call,
     remove_container,
     remove_volumes,
     volume_names,
@@ -29,7 +31,7 @@ from ssebench.backends.docker.names import (
     archive_volume_name,
     container_name,
 )
-from ssebench.docker_cli import DOCKER, failure_reason, run_docker
+from ssebench.docker_cli import DOCKER, failure_reason
 from ssebench.errors import BackendError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
@@ -57,10 +59,15 @@ def create_archive_volume(spec: RunSpec) -> str:
             run_id=spec.run_id,
         )
     run_labels = listed_labels(spec, time.time())
-    argv = ["volume", "create", "--label", f"{ARCHIVE_OF}={spec.run_id}"]
+    volume_labels = {ARCHIVE_OF: spec.run_id}
     for key in (DEADLINE_LABEL, RUNNER_HOST_LABEL, RUNNER_PID_LABEL, KEEP_LABEL):
-        argv += ["--label", f"{key}={run_labels[key]}"]
-    completed = run_docker([*argv, volume])
+        volume_labels[key] = run_labels[key]
+    argv = ["volume", "create"]
+    for key, value in volume_labels.items():
+        argv += ["--label", f"{key}={value}"]
+    completed = docker_call(
+        "POST", "/volumes/create", [*argv, volume], body={"Name": volume, "Labels": volume_labels}
+    )
     if completed.returncode != 0:
         raise BackendError(
             f"Cannot create the volume {volume}: {failure_reason(completed)}",
@@ -99,7 +106,11 @@ def archive_helper(run_id: str, volume: str, image: str) -> str:
     `docker cp` reads the volume through it. Labelled so cleanup finds it."""
     name = f"{container_name(run_id)}-archive-copy"
     remove_container(name)  # one of an earlier attempt
-    completed = run_docker(
+    mount = {"Type": "volume", "Source": volume, "Target": ARCHIVE_TARGET, "ReadOnly": True}
+    # The Engine API's create never pulls, as --pull never.
+    completed = docker_call(
+        "POST",
+        f"/containers/create?name={quote(name, safe='')}",
         [
             "create",
             "--pull",
@@ -114,7 +125,13 @@ def archive_helper(run_id: str, volume: str, image: str) -> str:
             f"type=volume,source={volume},target={ARCHIVE_TARGET},readonly",
             image,
             "ssebench-copy",  # never runs
-        ]
+        ],
+        body={
+            "Image": image,
+            "Cmd": ["ssebench-copy"],
+            "Labels": {ARCHIVE_OF: run_id},
+            "HostConfig": {"NetworkMode": "none", "Mounts": [mount]},
+        },
     )
     if completed.returncode != 0:
         raise BackendError(

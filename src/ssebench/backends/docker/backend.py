@@ -14,11 +14,13 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
-from ssebench.backends.docker import listing
+from ssebench.backends.docker import engine, listing
 from ssebench.backends.docker.commands import (
     CREATE_TIMEOUT_SECONDS,
     container_exists,
+    docker_call,
     is_gone,
     remove_container,
 )
@@ -115,14 +117,20 @@ class DockerBackend(Backend):
         *,
         labels: Mapping[str, str] | None = None,
     ) -> None:
-        """docker create, docker cp, docker rm. The container carries the run's labels
+        """Create a container of image, copy the file out, remove the container: Engine
+        API requests where the API is at hand (the copy a tar of the one file), else
+        docker create, docker cp and docker rm. The container carries the run's labels
         and this runner's (host, process, a deadline), so a runner killed before it
         removed the container leaves one that `ssebench runs prune` finds and removes."""
         argv = ["create", "--pull", "never"]
+        query = "?"
         if platform:
             argv += ["--platform", platform]
+            query += f"platform={quote(platform, safe='')}&"
         if labels and labels.get(RUN_ID_LABEL):
-            argv += ["--name", f"{container_name(labels[RUN_ID_LABEL])}-copy"]
+            name = f"{container_name(labels[RUN_ID_LABEL])}-copy"
+            argv += ["--name", name]
+            query += f"name={quote(name, safe='')}"
         helper_labels = {
             **(labels or {}),
             DEADLINE_LABEL: str(int(time.time()) + COPY_DEADLINE_SECONDS),
@@ -133,12 +141,21 @@ class DockerBackend(Backend):
         }
         for key, value in helper_labels.items():
             argv += ["--label", f"{key}={value}"]
-        # A command is given so images without CMD can be created; it never runs.
-        completed = run_docker([*argv, image, "ssebench-copy"])
+        # A command is given so images without CMD can be created; it never runs. The
+        # Engine API's create never pulls, as --pull never.
+        completed = docker_call(
+            "POST",
+            f"/containers/create{query}",
+            [*argv, image, "ssebench-copy"],
+            body={"Image": image, "Cmd": ["ssebench-copy"], "Labels": helper_labels},
+            output=_created_id,
+        )
         if completed.returncode != 0:
             raise RuntimeError(f"Cannot create a container of {image}: {failure_reason(completed)}")
         container = completed.stdout.strip()
         try:
+            if _copy_file_by_api(container, path, dest):
+                return
             completed = run_docker(["cp", f"{container}:{path}", str(dest)])
             if completed.returncode != 0:
                 raise RuntimeError(
@@ -345,7 +362,9 @@ class DockerBackend(Backend):
                     run_id=run_id,
                 )
             time.sleep(delay)
-            delay = min(delay * 2, 0.5)
+            # Each ask is a request (not a process) where the Engine API is at hand: a
+            # short cap keeps the start from sleeping long past the container's creation.
+            delay = min(delay * 2, 0.1)
 
     def wait(self, handle: RunHandle, timeout: float | None) -> int:
         environment = handle.details.get(ENVIRONMENT_DETAIL)
@@ -381,6 +400,28 @@ class DockerBackend(Backend):
         return self._docker_wait(handle, timeout)
 
     def _docker_wait(self, handle: RunHandle, timeout: float | None) -> int:
+        """The container's exit status: the Engine API's blocking wait where the API is
+        at hand, else `docker wait` (the same request, made by the CLI)."""
+        path = f"/containers/{quote(handle.name, safe='')}/wait"
+        try:
+            status, answer = engine.request("POST", path, timeout=timeout)
+        except engine.EngineTimeout:
+            raise _not_ended(handle, timeout) from None
+        except engine.EngineUnavailable:
+            return self._cli_wait(handle, timeout)
+        try:
+            waited = json.loads(answer) if status == 200 else None
+            if isinstance(waited, dict) and isinstance(waited.get("StatusCode"), int):
+                return int(waited["StatusCode"])
+        except ValueError:
+            pass
+        raise BackendError(
+            f"Cannot wait for {handle.name}: {engine.error_message(answer)}",
+            backend=self.name,
+            run_id=handle.run_id,
+        )
+
+    def _cli_wait(self, handle: RunHandle, timeout: float | None) -> int:
         try:
             completed = run_docker(["wait", handle.name], timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -495,6 +536,50 @@ class DockerBackend(Backend):
     def exec_container(self, handle: RunHandle) -> str:
         # Sidecar: the environment container, which has the task, the tree and the daemon.
         return handle.details.get(ENVIRONMENT_DETAIL, handle.name)
+
+
+# A file copied out of an image through the API is read whole: a task's patch is small.
+COPY_BY_API_MAX_BYTES = 16 * 1024 * 1024
+
+
+def _copy_file_by_api(container: str, path: str, dest: Path) -> bool:
+    """`docker cp container:path dest` of one regular file, as the Engine API's
+    GET /containers/{id}/archive (a tar of it); False, having written nothing, for
+    anything else (no API, an error, a directory or link, a large answer, dest a
+    folder), which `docker cp` then copies or explains."""
+    import io
+    import tarfile
+
+    target = f"/containers/{quote(container, safe='')}/archive?path={quote(path, safe='')}"
+    try:
+        status, answer = engine.request("GET", target, max_bytes=COPY_BY_API_MAX_BYTES)
+    except engine.EngineUnavailable:
+        return False
+    if status != 200 or dest.is_dir():
+        return False
+    try:
+        with tarfile.open(fileobj=io.BytesIO(answer), mode="r:") as archive:
+            members = archive.getmembers()
+            if len(members) != 1 or not members[0].isfile():
+                return False
+            extracted = archive.extractfile(members[0])
+            content = extracted.read() if extracted is not None else None
+    except tarfile.TarError:
+        return False
+    if content is None:
+        return False
+    dest.write_bytes(content)
+    dest.chmod(members[0].mode & 0o777)  # as docker cp keeps it
+    return True
+
+
+def _created_id(answer: bytes) -> str:
+    """The container ID of POST /containers/create's answer, as `docker create` prints it."""
+    try:
+        created = json.loads(answer)
+    except ValueError:
+        return ""
+    return str(created.get("Id", "")) if isinstance(created, dict) else ""
 
 
 def _not_ended(handle: RunHandle, timeout: float | None) -> TimeoutError:

@@ -1,11 +1,14 @@
 """Small docker calls the other modules share: remove a container or volumes, ask
-whether a container exists."""
+whether a container exists; each is an Engine API request where the API is at hand
+(engine.py), the CLI otherwise."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import time
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 from ssebench.backends.docker import engine
@@ -24,8 +27,43 @@ def is_gone(completed: subprocess.CompletedProcess[str]) -> bool:
     return any(marker in completed.stderr for marker in _GONE_MARKERS)
 
 
+def docker_call(
+    method: str,
+    path: str,
+    argv: list[str],
+    *,
+    body: Any = None,
+    output: Callable[[bytes], str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """`docker argv` as one Engine API request (method, path, JSON body) where the API is
+    at hand, read back as the CLI's would be: status 0 and on stdout what output makes
+    of the answer (the CLI's output for argv; the answer itself without it) for a
+    success, else 1 and the daemon's message on stderr as the CLI words it (so
+    failure_reason and is_gone read both alike). Else the CLI itself."""
+    try:
+        status, answer = engine.request(method, path, body=body)
+    except engine.EngineUnavailable:
+        return run_docker(argv)
+    return _as_completed(argv, status, answer, output)
+
+
+def _as_completed(
+    argv: list[str], status: int, answer: bytes, output: Callable[[bytes], str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    args = ["docker", *argv]
+    if 200 <= status < 300:
+        stdout = answer.decode("utf-8", "replace") if output is None else output(answer)
+        return subprocess.CompletedProcess(args, 0, stdout, "")
+    message = f"Error response from daemon: {engine.error_message(answer)}\n"
+    return subprocess.CompletedProcess(args, 1, "", message)
+
+
 def remove_container(name: str) -> subprocess.CompletedProcess[str]:
-    return run_docker(["rm", "--force", "--volumes", name])
+    return docker_call(
+        "DELETE",
+        f"/containers/{quote(name, safe='')}?force=1&v=1",
+        ["rm", "--force", "--volumes", name],
+    )
 
 
 def _filters(selector: str) -> str:
@@ -71,12 +109,27 @@ def remove_volumes(selector: str) -> str | None:
         volumes = volume_names(selector)
         if not volumes:
             return None
-        completed = run_docker(["volume", "rm", "--force", *volumes])
+        completed = _remove_listed_volumes(volumes)
         if completed.returncode == 0:
             return None
         if time.monotonic() > deadline:
             return failure_reason(completed)
         time.sleep(0.25)
+
+
+def _remove_listed_volumes(volumes: list[str]) -> subprocess.CompletedProcess[str]:
+    """`docker volume rm --force volumes...`: a request per volume where the API is at
+    hand (the last failure, if any, as the CLI's), else the one CLI process."""
+    argv = ["volume", "rm", "--force", *volumes]
+    try:
+        answers = [
+            engine.request("DELETE", f"/volumes/{quote(volume, safe='')}?force=1")
+            for volume in volumes
+        ]
+    except engine.EngineUnavailable:
+        return run_docker(argv)
+    failed = [(status, answer) for status, answer in answers if not 200 <= status < 300]
+    return _as_completed(argv, *(failed[-1] if failed else answers[-1]))
 
 
 def container_exists(name: str) -> bool:

@@ -33,6 +33,11 @@ class EngineUnavailable(Exception):
     """The Engine API cannot be used here or now: use the CLI instead."""
 
 
+class EngineTimeout(EngineUnavailable):
+    """The daemon did not answer within the request's timeout (a blocking request such
+    as a wait: asking the CLI the same would wait as long again)."""
+
+
 def socket_path(environ: dict[str, str] | None = None) -> str | None:
     """The Unix socket of the daemon the docker CLI would talk to; None when the CLI is
     set up for anything else (another context, a TCP or SSH host)."""
@@ -55,20 +60,33 @@ def socket_path(environ: dict[str, str] | None = None) -> str | None:
     return DEFAULT_SOCKET
 
 
-def request(method: str, path: str, *, timeout: float = TIMEOUT_SECONDS) -> tuple[int, bytes]:
-    """One request to the Engine API: (status, body). Raises EngineUnavailable when the
-    socket is not to be used or cannot be reached, or the answer is not HTTP."""
+def request(
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    timeout: float | None = TIMEOUT_SECONDS,
+    max_bytes: int = MAX_ANSWER_BYTES,
+) -> tuple[int, bytes]:
+    """One request to the Engine API: (status, body); body, when given, is sent as JSON;
+    timeout None waits as long as the daemon takes. Raises EngineTimeout when it did not
+    answer in time, EngineUnavailable when the socket is not to be used or cannot be
+    reached, or the answer is not HTTP or larger than max_bytes."""
     where = socket_path()
     if where is None:
         raise EngineUnavailable("the docker CLI is set up for another daemon")
+    head = f"{method} {path} HTTP/1.0\r\nHost: docker\r\nUser-Agent: ssebench\r\n"
+    content = b"" if body is None else json.dumps(body).encode()
+    if body is not None:
+        head += f"Content-Type: application/json\r\nContent-Length: {len(content)}\r\n"
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(timeout)
             connection.connect(where)
-            connection.sendall(
-                f"{method} {path} HTTP/1.0\r\nHost: docker\r\nUser-Agent: ssebench\r\n\r\n".encode()
-            )
-            answer = _read_all(connection)
+            connection.sendall(f"{head}\r\n".encode() + content)
+            answer = _read_all(connection, max_bytes)
+    except TimeoutError:
+        raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
     except OSError as error:
         raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
     return _parse(answer)
@@ -86,19 +104,31 @@ def get_json(path: str) -> Any:
         raise EngineUnavailable(f"GET {path.partition('?')[0]} answered no JSON") from None
 
 
+def error_message(body: bytes) -> str:
+    """The daemon's message of an answer that is not a success ({"message": ...}), as the
+    docker CLI prints it after "Error response from daemon: "."""
+    try:
+        decoded = json.loads(body)
+    except ValueError:
+        decoded = None
+    if isinstance(decoded, dict) and isinstance(decoded.get("message"), str):
+        return str(decoded["message"])
+    return body.decode("utf-8", "replace").strip()
+
+
 def containers_path(labels: dict[str, str]) -> str:
     """The path that lists every container (running or not) carrying all of labels."""
     filters = json.dumps({"label": [f"{key}={value}" for key, value in labels.items()]})
     return f"/containers/json?all=1&filters={quote(filters, safe='')}"
 
 
-def _read_all(connection: socket.socket) -> bytes:
+def _read_all(connection: socket.socket, max_bytes: int) -> bytes:
     parts: list[bytes] = []
     size = 0
     while chunk := connection.recv(READ_CHUNK):
         parts.append(chunk)
         size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
+        if size > max_bytes:
             raise EngineUnavailable("the answer is too large")
     return b"".join(parts)
 

@@ -32,8 +32,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from ssebench.backends.docker import firewall
+from ssebench.backends.docker.commands import docker_call
 from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import BackendError
 from ssebench.labels import PAIR, abandoned_reason
@@ -91,6 +93,17 @@ class RunNetwork:
             arguments += ["--label", f"{key}={value}"]
         return [*arguments, self.name]
 
+    def create_body(self) -> dict[str, Any]:
+        """The same as a body of the Engine API's POST /networks/create."""
+        return {
+            "Name": self.name,
+            "CheckDuplicate": True,
+            "Driver": "bridge",
+            "Internal": not self.open_egress,
+            "Options": {BRIDGE_NAME_OPTION: self.bridge},
+            "Labels": {**self.labels, PAIR: self.run_id},
+        }
+
     def rules(self) -> list[firewall.Rule]:
         return firewall.run_rules(self.name, self.bridge, open_egress=self.open_egress)
 
@@ -104,7 +117,9 @@ def create(network: RunNetwork) -> str:
 
     Raises BackendError, and then nothing of it is left.
     """
-    completed = run_docker(network.create_arguments())
+    completed = docker_call(
+        "POST", "/networks/create", network.create_arguments(), body=network.create_body()
+    )
     if completed.returncode != 0:
         reason = failure_reason(completed)
         if POOLS_EXHAUSTED_MARKER in completed.stderr:
@@ -191,12 +206,15 @@ def remove(run_id: str) -> None:
     """Remove the run's network (disconnecting the proxy first) and its rules. Nothing
     to do when it has none. Raises BackendError."""
     name = network_name(run_id)
-    inspected = run_docker(
-        ["network", "inspect", "--format", "{{range $id, $c := .Containers}}{{$id}} {{end}}", name]
-    )
+    inspected = _attached_containers(name)
     if inspected.returncode == 0:
         for container in inspected.stdout.split():
-            completed = run_docker(["network", "disconnect", "--force", name, container])
+            completed = docker_call(
+                "POST",
+                f"/networks/{quote(name, safe='')}/disconnect",
+                ["network", "disconnect", "--force", name, container],
+                body={"Container": container, "Force": True},
+            )
             if completed.returncode != 0 and not _is_gone(completed.stderr):
                 raise _error(
                     f"Cannot disconnect {container[:12]} from {name}: {failure_reason(completed)}",
@@ -213,11 +231,30 @@ def remove(run_id: str) -> None:
         firewall.remove(name)
 
 
+def _attached_containers(name: str) -> subprocess.CompletedProcess[str]:
+    """The IDs of the containers on the network name, on stdout, as `docker network
+    inspect --format` gives them: one Engine API request where the API is at hand."""
+    argv = ["network", "inspect", "--format", "{{range $id, $c := .Containers}}{{$id}} {{end}}"]
+    return docker_call(
+        "GET", f"/networks/{quote(name, safe='')}", [*argv, name], output=_container_ids
+    )
+
+
+def _container_ids(answer: bytes) -> str:
+    try:
+        attached = json.loads(answer).get("Containers") or {}
+    except (ValueError, AttributeError):
+        attached = {}
+    return " ".join(str(key) for key in attached)
+
+
 def _remove_network(name: str) -> subprocess.CompletedProcess[str]:
     # A container that docker is still removing (--rm) holds its endpoint a moment.
     deadline = time.monotonic() + REMOVE_SECONDS
     while True:
-        completed = run_docker(["network", "rm", name])
+        completed = docker_call(
+            "DELETE", f"/networks/{quote(name, safe='')}", ["network", "rm", name]
+        )
         if completed.returncode == 0 or ACTIVE_ENDPOINTS_MARKER not in completed.stderr:
             return completed
         if time.monotonic() > deadline:
