@@ -13,7 +13,7 @@ import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ssebench.backends.docker import listing
 from ssebench.backends.docker.commands import (
@@ -48,6 +48,8 @@ from ssebench.extensions import (
     RunInfo,
     RunSpec,
     SidecarPair,
+    container_endpoint,
+    environment_container,
 )
 from ssebench.lazy_modules import LazyModule
 
@@ -464,8 +466,7 @@ class DockerBackend(Backend):
                 "inspect",
                 "--format",
                 "{{json .State.Running}} {{json .NetworkSettings.Networks}}",
-                # Sidecar: the agent container shares this one's network namespace.
-                handle.details.get(ENVIRONMENT_DETAIL, handle.name),
+                environment_container(handle),
             ]
         )
         if completed.returncode != 0:
@@ -475,26 +476,18 @@ class DockerBackend(Backend):
                 run_id=handle.run_id,
             )
         running, _, networks_json = completed.stdout.strip().partition(" ")
-        if running != "true":
-            raise BackendError(
-                f"The run {handle.run_id} is not running", backend=self.name, run_id=handle.run_id
-            )
-        networks: dict[str, Any] = json.loads(networks_json or "{}") or {}
-        preferred = handle.details.get("network")
-        ordered = sorted(networks.items(), key=lambda item: item[0] != preferred)
-        for _network, settings in ordered:
-            address = (settings or {}).get("IPAddress")
-            if address:
-                return f"http://{address}:{port}"
-        raise BackendError(
-            f"The container of {handle.run_id} has no address on a Docker network",
+        return container_endpoint(
+            handle,
+            port,
+            running=running == "true",
+            networks=json.loads(networks_json or "{}"),
             backend=self.name,
-            run_id=handle.run_id,
+            platform="Docker",
+            preferred=handle.details.get("network"),
         )
 
     def exec_container(self, handle: RunHandle) -> str:
-        # Sidecar: the environment container, which has the task, the tree and the daemon.
-        return handle.details.get(ENVIRONMENT_DETAIL, handle.name)
+        return environment_container(handle)
 
 
 def _not_ended(handle: RunHandle, timeout: float | None) -> TimeoutError:

@@ -26,6 +26,7 @@ from ssebench.backends.podman.options import (
     owner_labels,
 )
 from ssebench.extensions import (
+    ENVIRONMENT_DETAIL,
     HELPER_LABEL,
     PAIR_LABEL,
     RUN_ID_LABEL,
@@ -40,6 +41,8 @@ from ssebench.extensions import (
     RunState,
     SidecarPair,
     UserError,
+    container_endpoint,
+    environment_container,
     prebuilt_images,
     wait_until_created,
 )
@@ -50,7 +53,6 @@ CREATE_TIMEOUT_SECONDS = 300.0
 RUN_FAILED_STATUSES = (125, 126, 127)
 OPEN_NETWORK = "podman"
 PAIR_DETAIL = "pair"
-ENVIRONMENT_DETAIL = "environment"
 _STATES: dict[str, RunState] = {
     "created": "created",
     "configured": "created",
@@ -503,8 +505,9 @@ class PodmanBackend(Backend):
     # -- reaching a run --------------------------------------------------------------
 
     def endpoint(self, handle: RunHandle, port: int) -> str:
-        name = handle.details.get(ENVIRONMENT_DETAIL, handle.name)
-        completed = run_podman(["container", "inspect", "--format", "json", name])
+        completed = run_podman(
+            ["container", "inspect", "--format", "json", environment_container(handle)]
+        )
         try:
             (container,) = json.loads(completed.stdout or "[]")
         except (json.JSONDecodeError, ValueError):
@@ -513,24 +516,17 @@ class PodmanBackend(Backend):
                 backend=self.name,
                 run_id=handle.run_id,
             ) from None
-        if not (container.get("State") or {}).get("Running"):
-            raise BackendError(
-                f"The run {handle.run_id} is not running", backend=self.name, run_id=handle.run_id
-            )
-        networks = (container.get("NetworkSettings") or {}).get("Networks") or {}
-        for settings in networks.values():
-            address = (settings or {}).get("IPAddress")
-            if address:
-                return f"http://{address}:{port}"
-        raise BackendError(
-            f"The container of {handle.run_id} has no address on a Podman network",
+        return container_endpoint(
+            handle,
+            port,
+            running=bool((container.get("State") or {}).get("Running")),
+            networks=(container.get("NetworkSettings") or {}).get("Networks"),
             backend=self.name,
-            run_id=handle.run_id,
+            platform="Podman",
         )
 
     def exec_container(self, handle: RunHandle) -> str:
-        # Sidecar: the environment container, which has the task, the tree and the daemon.
-        return handle.details.get(ENVIRONMENT_DETAIL, handle.name)
+        return environment_container(handle)
 
 
 def _exists(name: str) -> bool:
