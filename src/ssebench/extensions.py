@@ -9,6 +9,7 @@ repr, and a backend must never put it into a log line or an error message.
 from __future__ import annotations
 
 import abc
+import contextlib
 import re
 import subprocess
 import time
@@ -67,6 +68,7 @@ __all__ = [
     "cli_exec_argv",
     "cli_failure",
     "container_endpoint",
+    "end_process",
     "environment_container",
     "prebuilt_images",
     "run_cli",
@@ -453,6 +455,24 @@ def wait_until_created(
             )
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
+
+
+def end_process(
+    process: subprocess.Popen[Any], *, finish_within: float = 0.0, grace: float = 10.0
+) -> None:
+    """End a process this one started (a CLI's foreground `run`, its `logs --follow`)
+    and reap it: give it finish_within seconds to end by itself, then terminate it,
+    and kill it once grace seconds more have passed. A helper for a backend on a CLI."""
+    if finish_within > 0:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(finish_within)
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def cli_failure(completed: subprocess.CompletedProcess[str]) -> str:

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import ast
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -218,3 +220,29 @@ def test_container_endpoint_of_a_stopped_or_unaddressed_container() -> None:
             BackendError, match=r"^The container of r has no address on a Cli network$"
         ):
             _endpoint(networks)
+
+
+def _python(code: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+
+
+def test_end_process_lets_it_finish_then_terminates_then_kills() -> None:
+    finishing = _python("import time; time.sleep(0.3)")
+    extensions.end_process(finishing, finish_within=10)
+    assert finishing.returncode == 0
+    sleeper = _python("import time; time.sleep(30)")
+    extensions.end_process(sleeper)
+    assert sleeper.returncode == -signal.SIGTERM
+    deaf = _python(
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+        " print('ready', flush=True); time.sleep(30)"
+    )
+    assert deaf.stdout is not None and deaf.stdout.readline() == b"ready\n"
+    started = time.monotonic()
+    extensions.end_process(deaf, grace=0.5)
+    assert deaf.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 10
+    extensions.end_process(deaf)  # ended already: nothing to do
+    for process in (finishing, sleeper, deaf):
+        assert process.stdout is not None
+        process.stdout.close()

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import IO
 
 from ssebench import images, safe_tar
-from ssebench.backends.docker.children import end_process
 from ssebench.backends.docker.commands import (
     container_ids,
     remove_container,
@@ -38,6 +37,7 @@ from ssebench.extensions import (
     RUNNER_PID_LABEL,
     RunHandle,
     RunSpec,
+    end_process,
 )
 from ssebench.images import DOCKER, failure_reason, run_docker
 from ssebench.labels import ARCHIVE_OF

@@ -49,6 +49,7 @@ from ssebench.extensions import (
     RunSpec,
     SidecarPair,
     container_endpoint,
+    end_process,
     environment_container,
 )
 from ssebench.lazy_modules import LazyModule
@@ -269,7 +270,7 @@ class DockerBackend(Backend):
                 self._wait_until_created(process, agent_name, spec.run_id)
             except BaseException:
                 if process is not None:
-                    children.end_process(process)
+                    end_process(process)
                 with contextlib.suppress(UserError, OSError, BackendError):
                     cleanup.remove_pair(pair.run_id)
                 children.discard_network(spec.run_id)

@@ -42,6 +42,7 @@ from ssebench.extensions import (
     SidecarPair,
     UserError,
     container_endpoint,
+    end_process,
     environment_container,
     prebuilt_images,
     wait_until_created,
@@ -292,7 +293,7 @@ class PodmanBackend(Backend):
                 run_id=run_id,
             )
         except BaseException:
-            _end_process(process)
+            end_process(process)
             run_podman(["rm", "--force", name])
             raise
         with _lock:
@@ -417,7 +418,7 @@ class PodmanBackend(Backend):
         with _lock:
             process = _processes.pop(handle.name, None)
         if process is not None:
-            _end_process(process)
+            end_process(process)
         pair_id = handle.details.get(PAIR_DETAIL)
         if pair_id is not None:
             self._remove_pair(pair_id)
@@ -549,17 +550,4 @@ def _end_follower(name: str) -> None:
     with _lock:
         follower = _followers.pop(name, None)
     if follower is not None:
-        try:
-            follower.wait(5)
-        except subprocess.TimeoutExpired:
-            _end_process(follower)
-
-
-def _end_process(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        end_process(follower, finish_within=5)
