@@ -212,17 +212,7 @@ class DockerBackend(Backend):
                 children.discard_network(spec.run_id)
                 raise
         children.remember(name, process)
-        return RunHandle(
-            backend=self.name,
-            run_id=spec.run_id,
-            name=name,
-            details={
-                "pid": str(process.pid),
-                "keep": str(spec.keep).lower(),
-                "network": network,
-                **containers.owner_details(spec),
-            },
-        )
+        return self._handle(spec, name, process, network)
 
     def _start_sidecar(self, spec: RunSpec, pair: SidecarPair) -> RunHandle:
         """Volumes, then the environment container (detached), then the agent container
@@ -276,16 +266,29 @@ class DockerBackend(Backend):
                 children.discard_network(spec.run_id)
                 raise
         children.remember(agent_name, process)
+        pair_details = {PAIR_DETAIL: pair.run_id, ENVIRONMENT_DETAIL: environment_name}
+        return self._handle(spec, agent_name, process, network, pair_details)
+
+    def _handle(
+        self,
+        spec: RunSpec,
+        name: str,
+        process: subprocess.Popen[bytes],
+        network: str,
+        pair_details: Mapping[str, str] | None = None,
+    ) -> RunHandle:
+        """The handle of a run whose container name was started by the docker run
+        process: its pid (wait reaps it), keep, the run's network, a sidecar run's
+        pair_details, and the run directory's owner details."""
         return RunHandle(
             backend=self.name,
             run_id=spec.run_id,
-            name=agent_name,
+            name=name,
             details={
                 "pid": str(process.pid),
                 "keep": str(spec.keep).lower(),
                 "network": network,
-                PAIR_DETAIL: pair.run_id,
-                ENVIRONMENT_DETAIL: environment_name,
+                **(pair_details or {}),
                 **containers.owner_details(spec),
             },
         )
