@@ -9,13 +9,14 @@ repr, and a backend must never put it into a log line or an error message.
 from __future__ import annotations
 
 import abc
+import contextlib
 import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ssebench.errors import BackendError, ImageUnavailableError, ResultsGoneError, UserError
 
@@ -26,6 +27,7 @@ __all__ = [
     "AGENT_LABEL",
     "ARCHIVE_TARGET",
     "DEADLINE_LABEL",
+    "ENVIRONMENT_DETAIL",
     "HELPER_LABEL",
     "IMAGE_REFERENCE_PATCH",
     "KEEP_LABEL",
@@ -65,6 +67,9 @@ __all__ = [
     "UserError",
     "cli_exec_argv",
     "cli_failure",
+    "container_endpoint",
+    "end_process",
+    "environment_container",
     "prebuilt_images",
     "run_cli",
     "wait_until_created",
@@ -258,6 +263,11 @@ class RunHandle:
     details: Mapping[str, str] = field(default_factory=dict)
 
 
+# In RunHandle.details of a sidecar run on a container CLI: the environment container's
+# name (handle.name is the agent container's). environment_container(handle) reads it.
+ENVIRONMENT_DETAIL = "environment"
+
+
 @dataclass(frozen=True)
 class RunInfo:
     """A run found by its labels, running or not."""
@@ -447,6 +457,24 @@ def wait_until_created(
         delay = min(delay * 2, 0.5)
 
 
+def end_process(
+    process: subprocess.Popen[Any], *, finish_within: float = 0.0, grace: float = 10.0
+) -> None:
+    """End a process this one started (a CLI's foreground `run`, its `logs --follow`)
+    and reap it: give it finish_within seconds to end by itself, then terminate it,
+    and kill it once grace seconds more have passed. A helper for a backend on a CLI."""
+    if finish_within > 0:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(finish_within)
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def cli_failure(completed: subprocess.CompletedProcess[str]) -> str:
     """Why a command of run_cli failed, in one line: the last line of its stderr
     without the CLI's "Error: " prefix, or its exit status when it wrote nothing."""
@@ -455,6 +483,47 @@ def cli_failure(completed: subprocess.CompletedProcess[str]) -> str:
         program = Path(str(completed.args[0])).name if completed.args else "the command"
         return f"{program} exited with status {completed.returncode}"
     return lines[-1].removeprefix("Error: ").removeprefix("Error response from daemon: ")
+
+
+def environment_container(handle: RunHandle) -> str:
+    """The container that has a run's task, tree and daemon, for exec_container and
+    endpoint: a sidecar run's environment container (details[ENVIRONMENT_DETAIL]; the
+    agent container shares its network namespace), else handle.name."""
+    return handle.details.get(ENVIRONMENT_DETAIL, handle.name)
+
+
+def container_endpoint(
+    handle: RunHandle,
+    port: int,
+    *,
+    running: bool,
+    networks: Mapping[str, Any] | None,
+    backend: str,
+    platform: str,
+    preferred: str | None = None,
+) -> str:
+    """http://address:port of a run's container, from what the CLI's `container
+    inspect` says of it: running (State.Running) and networks (NetworkSettings.Networks,
+    by network name). The address on the network preferred if it has one, else the
+    first network's that has one. A helper for endpoint of a backend on a CLI.
+
+    Raises BackendError when the container does not run, or has no address on a network
+    (platform names the networks' kind in the message: "Docker").
+    """
+    if not running:
+        raise BackendError(
+            f"The run {handle.run_id} is not running", backend=backend, run_id=handle.run_id
+        )
+    ordered = sorted((networks or {}).items(), key=lambda item: item[0] != preferred)
+    for _network, settings in ordered:
+        address = (settings or {}).get("IPAddress")
+        if address:
+            return f"http://{address}:{port}"
+    raise BackendError(
+        f"The container of {handle.run_id} has no address on a {platform} network",
+        backend=backend,
+        run_id=handle.run_id,
+    )
 
 
 class Backend(abc.ABC):

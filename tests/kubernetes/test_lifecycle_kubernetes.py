@@ -7,10 +7,12 @@ within it; a run whose pod is deleted is recorded without a grade."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,19 @@ def started_sleeper(results: Path, run_id: str) -> subprocess.Popen[str]:
     return process
 
 
+@contextlib.contextmanager
+def removed_at_end(cluster: Cluster, run_id: str, process: subprocess.Popen[str]) -> Iterator[None]:
+    """On leaving: kill the runner process and `runs remove` the run; then, when the
+    body passed, wait for the run's objects to go."""
+    try:
+        yield
+    finally:
+        process.kill()
+        process.wait()
+        ssebench("runs", "remove", run_id, *K8S)
+    wait_until(lambda: kinds_of(cluster, run_id) == set(), "the run's objects to go", 90)
+
+
 def run_dir_of(results: Path, agent: str, run_id: str) -> Path:
     return results / TASK / "none" / agent / run_id
 
@@ -86,7 +101,7 @@ def test_a_kept_run_waits_after_grading_for_the_network_check(
             ),
             output=file,
         )  # fmt: skip
-    try:
+    with removed_at_end(cluster, run_id, process):
         wait_until(
             lambda: "waiting to be stopped" in output.read_text(),
             "the kept run to say it waits to be stopped",
@@ -126,11 +141,6 @@ def test_a_kept_run_waits_after_grading_for_the_network_check(
             "secret",
             "networkpolicy.networking.k8s.io",
         }
-    finally:
-        process.kill()
-        process.wait()
-        ssebench("runs", "remove", run_id, *K8S)
-    wait_until(lambda: kinds_of(cluster, run_id) == set(), "the kept run's objects to go", 90)
 
 
 def test_a_second_signal_ends_the_runner_at_once_and_leaves_the_job(
@@ -138,7 +148,7 @@ def test_a_second_signal_ends_the_runner_at_once_and_leaves_the_job(
 ) -> None:
     run_id = new_run_id("twice")
     process = started_sleeper(tmp_path, run_id)
-    try:
+    with removed_at_end(cluster, run_id, process):
         output, ended_after = signal_twice(process)
         assert process.returncode == 128 + signal.SIGTERM, output[-3000:]
         assert ended_after < 10, ended_after  # no 30 s wait for the cluster's cleanup
@@ -165,11 +175,6 @@ def test_a_second_signal_ends_the_runner_at_once_and_leaves_the_job(
         assert (
             job["spec"]["activeDeadlineSeconds"] > 0 and job["spec"]["ttlSecondsAfterFinished"] > 0
         )
-    finally:
-        process.kill()
-        process.wait()
-        ssebench("runs", "remove", run_id, *K8S)
-    wait_until(lambda: kinds_of(cluster, run_id) == set(), "the run's objects to go", 90)
 
 
 @pytest.fixture(scope="module")
@@ -228,18 +233,13 @@ def test_runs_stop_leaves_the_job_and_pod_in_place(cluster: Cluster, tmp_path: P
     leaves its objects, until `runs remove`."""
     run_id = new_run_id("stopin")
     process = started_sleeper(tmp_path, run_id)
-    try:
+    with removed_at_end(cluster, run_id, process):
         process.kill()
         process.wait()
         assert ssebench("runs", "stop", run_id, "--grace", "60", *K8S).returncode == 0
         inspected = json.loads(ssebench("runs", "inspect", run_id, "--json", *K8S).stdout)
         assert inspected["state"] == "exited" and inspected["exit_code"] == 143
         assert {"job.batch", "pod", "secret"} <= kinds_of(cluster, run_id)
-    finally:
-        process.kill()
-        process.wait()
-        ssebench("runs", "remove", run_id, *K8S)
-    wait_until(lambda: kinds_of(cluster, run_id) == set(), "the run's objects to go", 90)
 
 
 def test_a_run_whose_pod_is_deleted_is_recorded_without_a_grade(

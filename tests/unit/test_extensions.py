@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import ast
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -171,3 +173,76 @@ def test_cli_failure_is_the_last_line_without_the_prefix() -> None:
     assert extensions.cli_failure(silent).endswith("exited with status 4")
     with pytest.raises(UserError, match=r"^not installed$"):
         extensions.run_cli(["/nonexistent/cli"], missing=lambda: UserError("not installed"))
+
+
+def test_environment_container_is_a_sidecar_runs_environment_else_the_handles() -> None:
+    single = RunHandle(backend="b", run_id="r", name="box")
+    assert extensions.environment_container(single) == "box"
+    pair = RunHandle(
+        backend="b", run_id="r", name="box-agent", details={extensions.ENVIRONMENT_DETAIL: "box"}
+    )
+    assert extensions.environment_container(pair) == "box"
+
+
+def _endpoint(
+    networks: dict[str, dict[str, str] | None] | None,
+    running: bool = True,
+    preferred: str | None = None,
+) -> str:
+    return extensions.container_endpoint(
+        RunHandle(backend="b", run_id="r", name="box"),
+        4263,
+        running=running,
+        networks=networks,
+        backend="b",
+        platform="Cli",
+        preferred=preferred,
+    )
+
+
+def test_container_endpoint_prefers_the_named_network_then_the_first_with_an_address() -> None:
+    networks = {
+        "none": {"IPAddress": ""},
+        "a": {"IPAddress": "10.0.0.2"},
+        "b": {"IPAddress": "10.0.0.3"},
+    }
+    assert _endpoint(networks) == "http://10.0.0.2:4263"
+    assert _endpoint(networks, preferred="b") == "http://10.0.0.3:4263"
+    assert _endpoint(networks, preferred="none") == "http://10.0.0.2:4263"
+    assert _endpoint({"a": None, "b": {"IPAddress": "10.0.0.3"}}) == "http://10.0.0.3:4263"
+
+
+def test_container_endpoint_of_a_stopped_or_unaddressed_container() -> None:
+    with pytest.raises(BackendError, match=r"^The run r is not running$"):
+        _endpoint({"a": {"IPAddress": "10.0.0.2"}}, running=False)
+    for networks in (None, {}, {"a": {"IPAddress": ""}}):
+        with pytest.raises(
+            BackendError, match=r"^The container of r has no address on a Cli network$"
+        ):
+            _endpoint(networks)
+
+
+def _python(code: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+
+
+def test_end_process_lets_it_finish_then_terminates_then_kills() -> None:
+    finishing = _python("import time; time.sleep(0.3)")
+    extensions.end_process(finishing, finish_within=10)
+    assert finishing.returncode == 0
+    sleeper = _python("import time; time.sleep(30)")
+    extensions.end_process(sleeper)
+    assert sleeper.returncode == -signal.SIGTERM
+    deaf = _python(
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN);"
+        " print('ready', flush=True); time.sleep(30)"
+    )
+    assert deaf.stdout is not None and deaf.stdout.readline() == b"ready\n"
+    started = time.monotonic()
+    extensions.end_process(deaf, grace=0.5)
+    assert deaf.returncode == -signal.SIGKILL
+    assert time.monotonic() - started < 10
+    extensions.end_process(deaf)  # ended already: nothing to do
+    for process in (finishing, sleeper, deaf):
+        assert process.stdout is not None
+        process.stdout.close()

@@ -130,6 +130,12 @@ class StandInBackend(Backend):
         stdin: bool = False,
         env_names: Sequence[str] = (),
     ) -> list[str]:
+        return self.local_argv(command, user=user, env_names=env_names)
+
+    def local_argv(
+        self, command: Sequence[str], *, user: str | None, env_names: Sequence[str]
+    ) -> list[str]:
+        """What exec_argv gives: a local command that stands in for the run's exec."""
         # Stands in for `docker exec`: says who it runs as, whether it has a terminal,
         # then echoes one line of input.
         script = (

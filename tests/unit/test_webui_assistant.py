@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from ssebench import labels
-from ssebench.extensions import Backend, ProxyEndpoint, RunHandle
+from ssebench.extensions import Backend, ProxyEndpoint
 from ssebench.webui import assistant
 from ssebench.webui.app import create_app
 from ssebench.webui.settings import WebSettings
@@ -63,16 +63,8 @@ class ExecBackend(StandInBackend):
     def proxy(self) -> ProxyEndpoint:
         return ProxyEndpoint(host_url=self.proxy_url, service_url="http://litellm:4000")
 
-    def exec_argv(
-        self,
-        handle: RunHandle,
-        command: Sequence[str],
-        *,
-        user: str | None = None,
-        workdir: str | None = None,
-        tty: bool = False,
-        stdin: bool = False,
-        env_names: Sequence[str] = (),
+    def local_argv(
+        self, command: Sequence[str], *, user: str | None, env_names: Sequence[str]
     ) -> list[str]:
         argv = [
             sys.executable,

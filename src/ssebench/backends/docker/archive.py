@@ -15,7 +15,6 @@ from typing import IO
 from urllib.parse import quote
 
 from ssebench import docker_cli, safe_tar
-from ssebench.backends.docker.children import end_process
 from ssebench.backends.docker.commands import (
     container_ids,
     docker_call,
@@ -41,6 +40,7 @@ from ssebench.extensions import (
     RUNNER_PID_LABEL,
     RunHandle,
     RunSpec,
+    end_process,
 )
 from ssebench.labels import ARCHIVE_OF
 

@@ -13,7 +13,7 @@ import subprocess
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from ssebench.backends.docker import engine, listing
@@ -50,6 +50,9 @@ from ssebench.extensions import (
     RunInfo,
     RunSpec,
     SidecarPair,
+    container_endpoint,
+    end_process,
+    environment_container,
 )
 from ssebench.lazy_modules import LazyModule
 
@@ -226,17 +229,7 @@ class DockerBackend(Backend):
                 children.discard_network(spec.run_id)
                 raise
         children.remember(name, process)
-        return RunHandle(
-            backend=self.name,
-            run_id=spec.run_id,
-            name=name,
-            details={
-                "pid": str(process.pid),
-                "keep": str(spec.keep).lower(),
-                "network": network,
-                **containers.owner_details(spec),
-            },
-        )
+        return self._handle(spec, name, process, network)
 
     def _start_sidecar(self, spec: RunSpec, pair: SidecarPair) -> RunHandle:
         """Volumes, then the environment container (detached), then the agent container
@@ -284,22 +277,35 @@ class DockerBackend(Backend):
                 self._wait_until_created(process, agent_name, spec.run_id)
             except BaseException:
                 if process is not None:
-                    children.end_process(process)
+                    end_process(process)
                 with contextlib.suppress(UserError, OSError, BackendError):
                     cleanup.remove_pair(pair.run_id)
                 children.discard_network(spec.run_id)
                 raise
         children.remember(agent_name, process)
+        pair_details = {PAIR_DETAIL: pair.run_id, ENVIRONMENT_DETAIL: environment_name}
+        return self._handle(spec, agent_name, process, network, pair_details)
+
+    def _handle(
+        self,
+        spec: RunSpec,
+        name: str,
+        process: subprocess.Popen[bytes],
+        network: str,
+        pair_details: Mapping[str, str] | None = None,
+    ) -> RunHandle:
+        """The handle of a run whose container name was started by the docker run
+        process: its pid (wait reaps it), keep, the run's network, a sidecar run's
+        pair_details, and the run directory's owner details."""
         return RunHandle(
             backend=self.name,
             run_id=spec.run_id,
-            name=agent_name,
+            name=name,
             details={
                 "pid": str(process.pid),
                 "keep": str(spec.keep).lower(),
                 "network": network,
-                PAIR_DETAIL: pair.run_id,
-                ENVIRONMENT_DETAIL: environment_name,
+                **(pair_details or {}),
                 **containers.owner_details(spec),
             },
         )
@@ -505,8 +511,7 @@ class DockerBackend(Backend):
                 "inspect",
                 "--format",
                 "{{json .State.Running}} {{json .NetworkSettings.Networks}}",
-                # Sidecar: the agent container shares this one's network namespace.
-                handle.details.get(ENVIRONMENT_DETAIL, handle.name),
+                environment_container(handle),
             ]
         )
         if completed.returncode != 0:
@@ -516,26 +521,18 @@ class DockerBackend(Backend):
                 run_id=handle.run_id,
             )
         running, _, networks_json = completed.stdout.strip().partition(" ")
-        if running != "true":
-            raise BackendError(
-                f"The run {handle.run_id} is not running", backend=self.name, run_id=handle.run_id
-            )
-        networks: dict[str, Any] = json.loads(networks_json or "{}") or {}
-        preferred = handle.details.get("network")
-        ordered = sorted(networks.items(), key=lambda item: item[0] != preferred)
-        for _network, settings in ordered:
-            address = (settings or {}).get("IPAddress")
-            if address:
-                return f"http://{address}:{port}"
-        raise BackendError(
-            f"The container of {handle.run_id} has no address on a Docker network",
+        return container_endpoint(
+            handle,
+            port,
+            running=running == "true",
+            networks=json.loads(networks_json or "{}"),
             backend=self.name,
-            run_id=handle.run_id,
+            platform="Docker",
+            preferred=handle.details.get("network"),
         )
 
     def exec_container(self, handle: RunHandle) -> str:
-        # Sidecar: the environment container, which has the task, the tree and the daemon.
-        return handle.details.get(ENVIRONMENT_DETAIL, handle.name)
+        return environment_container(handle)
 
 
 # A file copied out of an image through the API is read whole: a task's patch is small.

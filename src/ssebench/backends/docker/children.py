@@ -13,7 +13,7 @@ from ssebench.backends.docker import network
 from ssebench.backends.docker.commands import remove_container
 from ssebench.docker_cli import DOCKER
 from ssebench.errors import BackendError, UserError
-from ssebench.extensions import RunHandle
+from ssebench.extensions import RunHandle, end_process
 
 # The `docker run` processes started by this process, by container name.
 _processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -59,10 +59,7 @@ def end_follower(name: str) -> None:
     with PROCESSES_LOCK:
         follower = _followers.pop(name, None)
     if follower is not None:
-        try:
-            follower.wait(5)
-        except subprocess.TimeoutExpired:
-            end_process(follower)
+        end_process(follower, finish_within=5)
 
 
 def discard(process: subprocess.Popen[bytes] | None, name: str) -> None:
@@ -78,14 +75,3 @@ def discard_network(run_id: str) -> None:
     """Remove the network made for a start that failed. Best effort, as discard."""
     with contextlib.suppress(UserError, OSError, BackendError):
         network.remove(run_id)
-
-
-def end_process(process: subprocess.Popen[bytes]) -> None:
-    """Terminate a docker run process if it still runs, and reap it."""
-    if process.poll() is None:
-        process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from ssebench.backends.docker import network
-from ssebench.backends.docker.children import end_follower, end_process, forget, own_process
+from ssebench.backends.docker.children import end_follower, forget, own_process
 from ssebench.backends.docker.commands import (
     CREATE_TIMEOUT_SECONDS,
     container_exists,
@@ -41,6 +41,7 @@ from ssebench.extensions import (
     RUNNER_PID_LABEL,
     Mount,
     RunHandle,
+    end_process,
 )
 from ssebench.host_processes import process_exists
 from ssebench.labels import ARCHIVE_OF

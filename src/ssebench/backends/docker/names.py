@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
+# A sidecar run's handle: the environment container's name, under the public key that
+# the extension API's helpers (environment_container) read.
+from ssebench.extensions import ENVIRONMENT_DETAIL as ENVIRONMENT_DETAIL
+
 NAME = "docker"
 
-# A sidecar run's handle: the pair's ID and the environment container's name.
+# A sidecar run's handle: the pair's ID (and ENVIRONMENT_DETAIL, above).
 PAIR_DETAIL = "pair"
-ENVIRONMENT_DETAIL = "environment"
 # Every run's handle: its archive volume, and an image to make the copying helper of
 # (and, for an unprivileged runner, the chown that gives the run directory back).
 ARCHIVE_DETAIL = "archive"

@@ -26,6 +26,7 @@ from ssebench.backends.podman.options import (
     owner_labels,
 )
 from ssebench.extensions import (
+    ENVIRONMENT_DETAIL,
     HELPER_LABEL,
     PAIR_LABEL,
     RUN_ID_LABEL,
@@ -40,6 +41,9 @@ from ssebench.extensions import (
     RunState,
     SidecarPair,
     UserError,
+    container_endpoint,
+    end_process,
+    environment_container,
     prebuilt_images,
     wait_until_created,
 )
@@ -50,7 +54,6 @@ CREATE_TIMEOUT_SECONDS = 300.0
 RUN_FAILED_STATUSES = (125, 126, 127)
 OPEN_NETWORK = "podman"
 PAIR_DETAIL = "pair"
-ENVIRONMENT_DETAIL = "environment"
 _STATES: dict[str, RunState] = {
     "created": "created",
     "configured": "created",
@@ -290,7 +293,7 @@ class PodmanBackend(Backend):
                 run_id=run_id,
             )
         except BaseException:
-            _end_process(process)
+            end_process(process)
             run_podman(["rm", "--force", name])
             raise
         with _lock:
@@ -415,7 +418,7 @@ class PodmanBackend(Backend):
         with _lock:
             process = _processes.pop(handle.name, None)
         if process is not None:
-            _end_process(process)
+            end_process(process)
         pair_id = handle.details.get(PAIR_DETAIL)
         if pair_id is not None:
             self._remove_pair(pair_id)
@@ -503,8 +506,9 @@ class PodmanBackend(Backend):
     # -- reaching a run --------------------------------------------------------------
 
     def endpoint(self, handle: RunHandle, port: int) -> str:
-        name = handle.details.get(ENVIRONMENT_DETAIL, handle.name)
-        completed = run_podman(["container", "inspect", "--format", "json", name])
+        completed = run_podman(
+            ["container", "inspect", "--format", "json", environment_container(handle)]
+        )
         try:
             (container,) = json.loads(completed.stdout or "[]")
         except (json.JSONDecodeError, ValueError):
@@ -513,24 +517,17 @@ class PodmanBackend(Backend):
                 backend=self.name,
                 run_id=handle.run_id,
             ) from None
-        if not (container.get("State") or {}).get("Running"):
-            raise BackendError(
-                f"The run {handle.run_id} is not running", backend=self.name, run_id=handle.run_id
-            )
-        networks = (container.get("NetworkSettings") or {}).get("Networks") or {}
-        for settings in networks.values():
-            address = (settings or {}).get("IPAddress")
-            if address:
-                return f"http://{address}:{port}"
-        raise BackendError(
-            f"The container of {handle.run_id} has no address on a Podman network",
+        return container_endpoint(
+            handle,
+            port,
+            running=bool((container.get("State") or {}).get("Running")),
+            networks=(container.get("NetworkSettings") or {}).get("Networks"),
             backend=self.name,
-            run_id=handle.run_id,
+            platform="Podman",
         )
 
     def exec_container(self, handle: RunHandle) -> str:
-        # Sidecar: the environment container, which has the task, the tree and the daemon.
-        return handle.details.get(ENVIRONMENT_DETAIL, handle.name)
+        return environment_container(handle)
 
 
 def _exists(name: str) -> bool:
@@ -553,17 +550,4 @@ def _end_follower(name: str) -> None:
     with _lock:
         follower = _followers.pop(name, None)
     if follower is not None:
-        try:
-            follower.wait(5)
-        except subprocess.TimeoutExpired:
-            _end_process(follower)
-
-
-def _end_process(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        end_process(follower, finish_within=5)
