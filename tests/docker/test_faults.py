@@ -6,6 +6,12 @@ The narrow windows are forced with a slowed platform call, not a hook in ssebenc
 runner's PATH starts with a `docker` of this test (SLOW_DOCKER) that, for the one
 subcommand a test names, leaves a marker file and sleeps before it runs the real docker.
 The test waits for the marker, so it kills the runner inside that window every time.
+ssebench makes most of its Docker calls through the Engine API (engine.py), which a
+`docker` on PATH cannot slow: a runner with a slowed subcommand is given a docker
+context of its own (CLI_CONTEXT, the same daemon), with which ssebench makes every call
+through the CLI, as it does for a user whose CLI is set up for another context. Those
+runners take the CLI path; the signal handling, records and prune they check are the
+same on both.
 Each runner gets a TMPDIR of its own, so every scratch or env file it could leave is
 counted there. Bounded: about three minutes on a laptop.
 """
@@ -33,6 +39,7 @@ from tests.polling import wait_until
 pytestmark = pytest.mark.docker
 TASK = "py-semver-prerelease"
 SLOW_SECONDS = 6
+CLI_CONTEXT = "ssebench-faults"
 
 # The `docker` first on the runner's PATH: slows one subcommand, after a marker file.
 SLOW_DOCKER = """#!/bin/sh
@@ -70,14 +77,17 @@ class Faults:
     tmp: Path
     markers: Path
     bin: Path
+    docker_config: Path
 
     def env(self, slow: str | None = None) -> dict[str, str]:
+        cli_only = {"DOCKER_CONFIG": str(self.docker_config), "DOCKER_CONTEXT": CLI_CONTEXT}
         return {
             "TMPDIR": str(self.tmp),
             "PATH": f"{self.bin}{os.pathsep}{os.environ['PATH']}",
             "FAULT_SLOW": slow or "",
             "FAULT_MARKERS": str(self.markers),
             "FAULT_SLOW_SECONDS": str(SLOW_SECONDS),
+            **(cli_only if slow else {}),
         }
 
     def start(
@@ -120,12 +130,22 @@ def faults(tmp_path: Path) -> Iterator[Faults]:
         tmp=tmp_path / "tmp",
         markers=tmp_path / "markers",
         bin=tmp_path / "bin",
+        docker_config=tmp_path / "docker-config",
     )
-    for folder in (found.results, found.tmp, found.markers, found.bin):
+    for folder in (found.results, found.tmp, found.markers, found.bin, found.docker_config):
         folder.mkdir()
     wrapper = found.bin / "docker"
     wrapper.write_text(SLOW_DOCKER.format(real=real))
     wrapper.chmod(0o755)
+    socket = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    made = subprocess.run(
+        [real, "context", "create", CLI_CONTEXT, "--docker", f"host={socket}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "DOCKER_CONFIG": str(found.docker_config)},
+    )
+    assert made.returncode == 0, made.stderr
     yield found
 
 
