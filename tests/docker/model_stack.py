@@ -33,8 +33,10 @@ import pytest
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FAKE_MODEL = "fake-model"
 DEFAULT_NETWORK = "ssebench_default"
-# The scenarios every agent's test may script, and the agents that have tests.
-SCENARIOS = ("solves", "gives-up", "errors")
+# The scenarios every agent's test may script, and the agents that have tests. A test
+# scripts a model of its own: the scripted server counts a model's requests across the
+# session, so two tests sharing one see each other's turns.
+SCENARIOS = ("solves", "gives-up", "errors", "live", "assistant")
 AGENTS = ("mini", "claude-code", "codex", "opencode", "mini-swe-agent", "outside")
 # How the proxy reaches the scripted server for each agent: Codex speaks the Responses
 # API, which LiteLLM bridges to chat completions for a hosted_vllm/ model only.

@@ -23,7 +23,7 @@ from tests.polling import wait_until
 from tests.webui.conftest import TASK, TOKEN, Server, start_server, stop_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.docker]
-MODEL = "opencode-gives-up"
+MODEL = "opencode-assistant"  # its own: test_opencode.py scripts opencode-gives-up
 TITLE = {"contains": "You are a title generator", "turn": {"content": "A title"}}
 AGENT_ANSWER = "Nothing to change here; I stop."
 ASSISTANT_ANSWER = "The agent stopped without editing any file."
@@ -125,7 +125,7 @@ def test_the_assistant_answers_in_a_kept_opencode_run(
     assert status == 200 and QUESTION not in str(dialog) and ASSISTANT_ANSWER not in str(dialog)
 
 
-LIVE_MODEL = "opencode-solves"
+LIVE_MODEL = "opencode-live"  # its own: test_opencode.py scripts opencode-solves
 LIVE_TEXT = "I will wait for the slow check before I look at the version file."
 
 
