@@ -109,14 +109,19 @@ def test_a_user_gets_the_run_directory_back_after_a_killed_run(
         assert os.stat(run_dir).st_uid == 0, "the container makes it root's while it runs"
         if fault == "second-signal":
             runner.send_signal(signal.SIGTERM)
+
             # The second signal comes once the first one's stop has reached the
             # container (back to back, it can end the runner before the stop is sent,
             # and the container then runs to its timeout).
-            wait_until(
-                lambda: "stop requested" in ssebench("runs", "logs", run_id).stdout,
-                "the container to be told to stop",
-                60,
-            )
+            def told() -> bool:
+                return "stop requested" in ssebench("runs", "logs", run_id).stdout
+
+            try:
+                wait_until(told, "the container to be told to stop", 120)
+            except AssertionError as error:  # what each side said, to tell why
+                container = ssebench("runs", "logs", run_id).stdout[-1500:]
+                said = log.read_text()[-2000:]
+                raise AssertionError(f"{error}\nthe runner: {said}\nthe run: {container}") from None
             runner.send_signal(signal.SIGINT)  # ends the runner at once
             runner.wait(timeout=30)
             # The directory is still the container's: the runner says it could not

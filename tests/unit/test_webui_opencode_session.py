@@ -145,6 +145,16 @@ def test_the_run_over_or_another_agent_falls_back_to_the_dialog(
     assert other["live"] is False and other["over"] is True and "opencode" in other["reason"]
 
 
+@pytest.mark.parametrize("state", ["created", "unknown"])
+def test_a_run_not_started_yet_is_asked_again(opencode: Any, tmp_path: Path, state: str) -> None:
+    """A container created but not started (its archive still being copied in) has not
+    ended: the page must not give up on its session (it did, in a loaded CI)."""
+    backend = SessionBackend(opencode.url, state=state)
+    waiting = session_of(backend, tmp_path)
+    assert waiting["live"] is False and waiting["over"] is False
+    assert state in waiting["reason"] and backend.ports == []
+
+
 def test_a_hostile_server_is_not_followed_nor_trusted(opencode: Any, tmp_path: Path) -> None:
     opencode.redirect = True
     redirected = session_of(SessionBackend(opencode.url), tmp_path)

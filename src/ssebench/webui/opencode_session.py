@@ -169,8 +169,14 @@ async def live_session(backend: Backend, record: RunRecord) -> dict[str, Any]:
     up yet, or was slow): the page asks again."""
     if str(row(record).get("agent") or "") != AGENT:
         return {"live": False, "over": True, "reason": "Only opencode runs have an OpenCode server"}
-    if not record.running or record.live is None:
+    if record.live is None or record.live.state == "exited":
         return {"live": False, "over": True, "reason": "The run is over: its dialog is the record"}
+    if not record.running:
+        # Created and not started yet (its archive is being copied in, slow under load),
+        # or in a state the backend cannot tell: the page asks again rather than giving
+        # up on a run that may be about to start.
+        reason = f"The run's container is {record.live.state}, not running yet"
+        return {"live": False, "over": False, "reason": reason}
     try:
         base = await asyncio.to_thread(backend.endpoint, record.live.handle, OPENCODE_PORT)
     except SsebenchError as error:
