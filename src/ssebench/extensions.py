@@ -125,7 +125,8 @@ RESULTS_OWNER_VARIABLE = "SSE_RESULTS_OWNER"
 # In the runner's environment: how many runs it runs at once (`ssebench eval` sets it to
 # --jobs; a user who starts several `ssebench run` side by side may set it). A backend
 # may size a run's default CPU limit by it, so that parallel runs do not oversubscribe
-# the machine (the Docker backend does: docs/docker.md).
+# the machine (the Docker backend does, with the runs it sees start and end:
+# docs/docker.md).
 PARALLEL_RUNS_VARIABLE = "SSEBENCH_PARALLEL_RUNS"
 
 # What `ssebench runs list` asks list_runs for.

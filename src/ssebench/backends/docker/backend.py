@@ -57,7 +57,7 @@ from ssebench.extensions import (
 from ssebench.lazy_modules import LazyModule
 
 if TYPE_CHECKING:
-    from ssebench.backends.docker import archive, children, cleanup, containers, logs
+    from ssebench.backends.docker import archive, children, cleanup, containers, cpu_shares, logs
     from ssebench.backends.docker import network as docker_network
     from ssebench.image_layers import ImageBuilder
     from ssebench.images import builds
@@ -70,6 +70,7 @@ else:
     children = LazyModule("ssebench.backends.docker.children")
     cleanup = LazyModule("ssebench.backends.docker.cleanup")
     containers = LazyModule("ssebench.backends.docker.containers")
+    cpu_shares = LazyModule("ssebench.backends.docker.cpu_shares")
     logs = LazyModule("ssebench.backends.docker.logs")
     docker_network = LazyModule("ssebench.backends.docker.network")
 
@@ -210,7 +211,12 @@ class DockerBackend(Backend):
             try:
                 network = self._run_network(spec)
                 argv = containers.run_argv(
-                    spec, name=name, network=network, env_file=env_file, now=time.time()
+                    spec,
+                    name=name,
+                    network=network,
+                    env_file=env_file,
+                    now=time.time(),
+                    limits=self._limits(spec.run_id, [name]),
                 )
                 try:
                     # A session of its own: the terminal's Ctrl-C reaches ssebench only,
@@ -225,9 +231,11 @@ class DockerBackend(Backend):
                     raise docker_missing() from None
                 self._wait_until_created(process, name, spec.run_id)
             except BaseException:
+                cpu_shares.SHARES.release(spec.run_id)
                 children.discard(process, name)
                 children.discard_network(spec.run_id)
                 raise
+        cpu_shares.SHARES.started(spec.run_id)
         children.remember(name, process)
         return self._handle(spec, name, process, network)
 
@@ -249,6 +257,7 @@ class DockerBackend(Backend):
                     network=network,
                     env_files=(environment_env[0], agent_env[0]),
                     now=time.time(),
+                    limits=self._limits(spec.run_id, [environment_name, agent_name]),
                 )
                 # The runner's labels: a runner killed before the environment container
                 # exists leaves volumes that prune removes (remove_abandoned).
@@ -276,15 +285,26 @@ class DockerBackend(Backend):
                     raise docker_missing() from None
                 self._wait_until_created(process, agent_name, spec.run_id)
             except BaseException:
+                cpu_shares.SHARES.release(spec.run_id)
                 if process is not None:
                     end_process(process)
                 with contextlib.suppress(UserError, OSError, BackendError):
                     cleanup.remove_pair(pair.run_id)
                 children.discard_network(spec.run_id)
                 raise
+        cpu_shares.SHARES.started(spec.run_id)
         children.remember(agent_name, process)
         pair_details = {PAIR_DETAIL: pair.run_id, ENVIRONMENT_DETAIL: environment_name}
         return self._handle(spec, agent_name, process, network, pair_details)
+
+    @staticmethod
+    def _limits(run_id: str, names: Sequence[str]) -> containers.ResourceLimits:
+        """The run's limits: its CPUs sized with the other runs of this process
+        (cpu_shares), unless SSEBENCH_DOCKER_CPUS sets them."""
+        limits = containers.ResourceLimits.from_environment()
+        if not cpu_shares.SHARES.managed():
+            return limits
+        return dataclasses.replace(limits, cpus=cpu_shares.SHARES.admit(run_id, names))
 
     def _handle(
         self,
@@ -373,6 +393,11 @@ class DockerBackend(Backend):
             delay = min(delay * 2, 0.1)
 
     def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        status = self._wait_run(handle, timeout)
+        cpu_shares.SHARES.release(handle.run_id)  # the other runs grow into its CPUs
+        return status
+
+    def _wait_run(self, handle: RunHandle, timeout: float | None) -> int:
         environment = handle.details.get(ENVIRONMENT_DETAIL)
         if environment is None:
             return self._wait_container(handle, timeout)
@@ -482,6 +507,7 @@ class DockerBackend(Backend):
             process.terminate()
 
     def cleanup(self, handle: RunHandle) -> None:
+        cpu_shares.SHARES.release(handle.run_id)  # a run whose wait did not end
         if handle.details.get("keep") == "true":
             return
         try:
