@@ -14,20 +14,19 @@ import pytest
 
 from ssebench.backends.docker.containers import default_cpus
 from ssebench.extensions import AGENT_LABEL, RUN_ID_LABEL
-from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
+from tests.docker.test_eval_matrix import eval_argv
 
 pytestmark = pytest.mark.docker
 TASK = "py-semver-prerelease"
 
 
-def eval_argv(results: Path, prefix: str, timeout: int) -> list[str]:
-    return [
-        sys.executable, "-m", "ssebench.cli.main", "eval", "--dataset", str(PILOT_DATASET),
-        "--tasks", TASK, "--agent", "reference", "--agent", "sleeper", "--jobs", "2",
-        "--results", str(results), "--run-id-prefix", prefix, "--rerun",
-        "--timeout", str(timeout),
-    ]  # fmt: skip
+def cpu_eval_argv(results: Path, prefix: str, timeout: int) -> list[str]:
+    """`eval --jobs 2` of the reference agent and a sleeper on one task."""
+    return eval_argv(
+        results, prefix, "--tasks", TASK, "--agent", "reference", "--agent", "sleeper",
+        "--rerun", "--timeout", str(timeout),
+    )  # fmt: skip
 
 
 def running_limits(prefix: str) -> dict[str, float]:
@@ -60,13 +59,13 @@ def test_the_run_left_alone_gets_the_machine(tmp_path: Path) -> None:
     env = {**os.environ, "SSEBENCH_DOCKER_CPUS": ""}
     # First the images of both agents, so that both runs start at once below.
     warm = subprocess.run(
-        eval_argv(tmp_path / "warm", new_run_id("cpuw"), 1),
+        cpu_eval_argv(tmp_path / "warm", new_run_id("cpuw"), 1),
         capture_output=True, text=True, timeout=900, env=env,
     )  # fmt: skip
     assert "report: " in warm.stdout, warm.stderr[-3000:]
     prefix = new_run_id("cpus")
     process = subprocess.Popen(
-        eval_argv(tmp_path / "results", prefix, 30),
+        cpu_eval_argv(tmp_path / "results", prefix, 30),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     seen: list[dict[str, float]] = []

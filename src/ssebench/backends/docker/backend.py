@@ -193,18 +193,21 @@ class DockerBackend(Backend):
             spec, archive=Mount(target=spec.archive.target, source=volume, kind="volume")
         )
         try:
+            limits = self._limits(spec)
             if spec.sidecar is not None:
-                handle = self._start_sidecar(spec, spec.sidecar)
+                handle = self._start_sidecar(spec, spec.sidecar, limits)
             else:
-                handle = self._start_single(spec)
+                handle = self._start_single(spec, limits)
         except BaseException:
+            cpu_shares.SHARES.release(spec.run_id)
             with contextlib.suppress(UserError, OSError, BackendError):
                 archive.remove_archive(spec.run_id)
             raise
+        cpu_shares.SHARES.started(spec.run_id)
         details = {**handle.details, ARCHIVE_DETAIL: volume, IMAGE_DETAIL: spec.image}
         return dataclasses.replace(handle, details=details)
 
-    def _start_single(self, spec: RunSpec) -> RunHandle:
+    def _start_single(self, spec: RunSpec, limits: containers.ResourceLimits) -> RunHandle:
         name = container_name(spec.run_id)
         process: subprocess.Popen[bytes] | None = None
         with containers.env_pipe(spec.env) as (env_file, env_descriptor):
@@ -216,7 +219,7 @@ class DockerBackend(Backend):
                     network=network,
                     env_file=env_file,
                     now=time.time(),
-                    limits=self._limits(spec.run_id, [name]),
+                    limits=limits,
                 )
                 try:
                     # A session of its own: the terminal's Ctrl-C reaches ssebench only,
@@ -231,15 +234,15 @@ class DockerBackend(Backend):
                     raise docker_missing() from None
                 self._wait_until_created(process, name, spec.run_id)
             except BaseException:
-                cpu_shares.SHARES.release(spec.run_id)
                 children.discard(process, name)
                 children.discard_network(spec.run_id)
                 raise
-        cpu_shares.SHARES.started(spec.run_id)
         children.remember(name, process)
         return self._handle(spec, name, process, network)
 
-    def _start_sidecar(self, spec: RunSpec, pair: SidecarPair) -> RunHandle:
+    def _start_sidecar(
+        self, spec: RunSpec, pair: SidecarPair, limits: containers.ResourceLimits
+    ) -> RunHandle:
         """Volumes, then the environment container (detached), then the agent container
         in the foreground. On any failure everything of the pair is removed again."""
         environment_name = container_name(pair.run_id)
@@ -257,7 +260,7 @@ class DockerBackend(Backend):
                     network=network,
                     env_files=(environment_env[0], agent_env[0]),
                     now=time.time(),
-                    limits=self._limits(spec.run_id, [environment_name, agent_name]),
+                    limits=limits,
                 )
                 # The runner's labels: a runner killed before the environment container
                 # exists leaves volumes that prune removes (remove_abandoned).
@@ -285,26 +288,27 @@ class DockerBackend(Backend):
                     raise docker_missing() from None
                 self._wait_until_created(process, agent_name, spec.run_id)
             except BaseException:
-                cpu_shares.SHARES.release(spec.run_id)
                 if process is not None:
                     end_process(process)
                 with contextlib.suppress(UserError, OSError, BackendError):
                     cleanup.remove_pair(pair.run_id)
                 children.discard_network(spec.run_id)
                 raise
-        cpu_shares.SHARES.started(spec.run_id)
         children.remember(agent_name, process)
         pair_details = {PAIR_DETAIL: pair.run_id, ENVIRONMENT_DETAIL: environment_name}
         return self._handle(spec, agent_name, process, network, pair_details)
 
     @staticmethod
-    def _limits(run_id: str, names: Sequence[str]) -> containers.ResourceLimits:
-        """The run's limits: its CPUs sized with the other runs of this process
-        (cpu_shares), unless SSEBENCH_DOCKER_CPUS sets them."""
+    def _limits(spec: RunSpec) -> containers.ResourceLimits:
+        """The limits of the run's containers: its CPUs sized with the other runs of this
+        process (cpu_shares), unless SSEBENCH_DOCKER_CPUS sets them."""
         limits = containers.ResourceLimits.from_environment()
         if not cpu_shares.SHARES.managed():
             return limits
-        return dataclasses.replace(limits, cpus=cpu_shares.SHARES.admit(run_id, names))
+        names = [container_name(spec.run_id)]
+        if spec.sidecar is not None:
+            names.append(agent_container_name(spec.run_id))
+        return dataclasses.replace(limits, cpus=cpu_shares.SHARES.admit(spec.run_id, names))
 
     def _handle(
         self,

@@ -66,6 +66,21 @@ def remove_container(name: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def update_cpus(name: str, cpus: str) -> bool:
+    """Set the CPU limit of the container name; False when it did not take (no such
+    container yet, or any other refusal: the caller decides what that means)."""
+    nano_cpus = round(float(cpus) * 1e9)
+    return (
+        docker_call(
+            "POST",
+            f"/containers/{quote(name, safe='')}/update",
+            ["update", "--cpus", cpus, name],
+            body={"NanoCpus": nano_cpus},
+        ).returncode
+        == 0
+    )
+
+
 def _filters(selector: str) -> str:
     """A docker filter (key=value) as the Engine API's filters parameter."""
     key, _, value = selector.partition("=")

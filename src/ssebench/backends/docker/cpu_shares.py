@@ -23,11 +23,9 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import quote
 
-from ssebench.backends.docker import engine
+from ssebench.backends.docker.commands import update_cpus
 from ssebench.backends.docker.containers import CPUS_VARIABLE, default_cpus, parallel_runs
-from ssebench.docker_cli import run_docker
 
 
 @dataclass
@@ -35,20 +33,6 @@ class _Run:
     containers: tuple[str, ...]
     cpus: str  # the limit its containers were started with or last updated to
     settled: bool = True  # False: an update failed before its containers existed
-
-
-def update_cpus(container: str, cpus: str) -> bool:
-    """Set a running container's CPU limit; False when it did not take (the container
-    has not been created yet, or has ended: a later event sizes it, or it needs none)."""
-    nano_cpus = round(float(cpus) * 1e9)
-    try:
-        status, _ = engine.request(
-            "POST", f"/containers/{quote(container, safe='')}/update",
-            body={"NanoCpus": nano_cpus},
-        )  # fmt: skip
-        return status == 200
-    except engine.EngineUnavailable:
-        return run_docker(["update", "--cpus", cpus, container]).returncode == 0
 
 
 class CpuShares:
