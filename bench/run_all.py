@@ -16,6 +16,7 @@ import bench_agent_images
 import bench_eval_jobs
 import bench_k8s_api_calls
 import bench_k8s_readout
+import bench_k8s_run_wall
 import bench_prepare_cached
 import bench_run_overhead
 import bench_runs_list
@@ -30,6 +31,7 @@ BENCHMARKS = (
     bench_eval_jobs,
     bench_k8s_readout,
     bench_k8s_api_calls,
+    bench_k8s_run_wall,
     bench_prepare_cached,
     bench_agent_images,
     bench_scale,

@@ -94,7 +94,8 @@ def test_wait_wakes_when_the_output_ends_and_looks_again_soon(
     )
     assert kubernetes.wait(handle, None) == 7
     assert output.joins == [1, 2, 4, 8]  # slower while nothing changed, woken by the end
-    assert clock.sleeps == [1]  # the output's end is a change: the next look is soon
+    # The output's end is the container's exit: the next look is soon, its status due.
+    assert clock.sleeps == [backend.EXITED_POLL_SECONDS] == [0.25]
 
 
 @pytest.mark.parametrize(
@@ -236,3 +237,12 @@ def test_a_run_whose_output_this_process_follows_is_first_read_when_it_ends(
     monkeypatch.setitem(backend._log_threads, "ns/p", slow)  # type: ignore[arg-type]
     assert kubernetes.wait(handle, 3) == 0
     assert slow.joins == [3]  # no longer than the wait's timeout
+    # The output ended, but the kubelet has not reported the exit yet: looked at again
+    # after 0.25 s, then 0.5 s, not after POLL_SECONDS.
+    statuses = iter([pod("1"), pod("1"), pod("2", exit_code=3)])
+    monkeypatch.setattr(kubernetes, "_run_pod", lambda handle: next(statuses))
+    ended = OutputThread(clock, ends_at_join=1)
+    monkeypatch.setitem(backend._log_threads, "ns/p", ended)  # type: ignore[arg-type]
+    clock.sleeps.clear()
+    assert kubernetes.wait(handle, None) == 3
+    assert clock.sleeps == [0.25, 0.5]
