@@ -12,6 +12,7 @@ import sys
 from common import SSEBENCH, Figure, Result, alternate, docker_problem, main, run
 
 ROUNDS = 15
+FLOOR_IMPORTS = "import argparse, json, socket"
 
 
 def quiet(argv: list[str]) -> None:
@@ -51,6 +52,23 @@ def measure() -> list[Result]:
             "docker ps -a",
             baseline,
             note=f"{listed} runs listed; median of {ROUNDS} in turns; goal <= 3x",
+        )
+    )
+    # Python's own floor beside docker's: the interpreter and the standard library a
+    # listing over the Engine API needs at least (its options, the socket, the JSON).
+    floor, baseline = alternate(
+        lambda: quiet([sys.executable, "-c", FLOOR_IMPORTS]),
+        lambda: quiet(["docker", "ps", "-a"]),
+        ROUNDS,
+    )
+    figures.append(
+        Figure(
+            "start-up: Python's floor for a listing",
+            f"python -c '{FLOOR_IMPORTS}'",
+            floor,
+            "docker ps -a",
+            baseline,
+            note=f"median of {ROUNDS} in turns; what no Python listing goes below",
         )
     )
     return figures
