@@ -1,13 +1,13 @@
-"""(g)-(i) What an agent's install image costs, for each agent with an install.Dockerfile
-(the built-in ones and the guide's example, docs/examples/agents/hello-agent):
+"""Agent images (1)-(3): what an agent's install image costs, for each agent with an
+install.Dockerfile (the built-in ones and the guide's example, docs/examples/agents/hello-agent):
 
-(g) a cold build of its install image (--no-cache, into a throwaway tag) vs a cold
+(1) a cold build of its install image (--no-cache, into a throwaway tag) vs a cold
     build of the tool layer of one pilot task, the other layer ssebench builds from
     nothing once per task;
-(h) a build of its agent layer for one task, once the install image exists (--no-cache
+(2) a build of its agent layer for one task, once the install image exists (--no-cache
     of the agent layer only: what each further task costs) vs the same for the dummy
     agent, whose layer copies the empty install image;
-(i) the size it adds: the install image, and the agent layer's own size on one task
+(3) the size it adds: the install image, and the agent layer's own size on one task
     (agent image minus tool image) vs the dummy agent layer's own size.
 """
 
@@ -77,7 +77,7 @@ def agent_layer_of(agent: Agent) -> tuple[Layer, Layer, Layer]:
 def measure() -> list[Result]:
     problem = docker_problem()
     if problem:
-        return [NotMeasured("(g) agent install images", problem)]
+        return [NotMeasured("agent images", problem)]
     with_install = [
         agent for agent in discover_agents([EXAMPLES]) if agent.install_dockerfile is not None
     ]
@@ -95,11 +95,13 @@ def measure() -> list[Result]:
             install_size = image_size(install.image)
             own_size = image_size(layer.image) - image_size(tool.image)
         except Exception as error:  # one agent that does not build must not hide the others
-            results.append(NotMeasured(f"(g) {where}", f"{type(error).__name__}: {error}"))
+            results.append(
+                NotMeasured(f"agent images, {where}", f"{type(error).__name__}: {error}")
+            )
             continue
         results += [
             Figure(
-                f"(g) cold install build, {where}",
+                f"agent images (1) cold install build, {where}",
                 f"docker build --no-cache of {install.image}",
                 install_cold,
                 f"the same of the tool layer of {TASK}",
@@ -107,7 +109,7 @@ def measure() -> list[Result]:
                 note="one run each; includes its apt-get and npm/pip downloads",
             ),
             Figure(
-                f"(h) agent layer per task, {where}",
+                f"agent images (2) agent layer per task, {where}",
                 "agent layer --no-cache, install image present",
                 layer_cold,
                 "the same for the dummy agent",
@@ -115,7 +117,7 @@ def measure() -> list[Result]:
                 note=TASK,
             ),
             Figure(
-                f"(i) size added, {where}",
+                f"agent images (3) size added, {where}",
                 f"agent layer's own size (install image {install_size / MEGABYTE:.1f} MB)",
                 own_size / MEGABYTE,
                 "the dummy agent layer's own size",
@@ -125,7 +127,7 @@ def measure() -> list[Result]:
             ),
         ]
     if not with_install:
-        results.append(NotMeasured("(g) agent install images", "no agent has install.Dockerfile"))
+        results.append(NotMeasured("agent images", "no agent has install.Dockerfile"))
     return results
 
 
