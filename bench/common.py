@@ -84,13 +84,19 @@ def alternate(
     subject: Callable[[], object], baseline: Callable[[], object], rounds: int
 ) -> tuple[float, float]:
     """Median seconds of subject and of baseline, measured in turns."""
-    subject_times, baseline_times = [], []
+    subject_seconds, baseline_seconds = in_turns([subject, baseline], rounds)
+    return subject_seconds, baseline_seconds
+
+
+def in_turns(actions: list[Callable[[], object]], rounds: int) -> list[float]:
+    """Median seconds of each action, the actions measured in turns, rounds times."""
+    times: list[list[float]] = [[] for _ in actions]
     for _ in range(rounds):
-        for action, times in ((subject, subject_times), (baseline, baseline_times)):
+        for action, seconds in zip(actions, times, strict=True):
             started = time.perf_counter()
             action()
-            times.append(time.perf_counter() - started)
-    return statistics.median(subject_times), statistics.median(baseline_times)
+            seconds.append(time.perf_counter() - started)
+    return [statistics.median(seconds) for seconds in times]
 
 
 def run(argv: list[str], *, timeout: float = 900, env: dict[str, str] | None = None) -> str:
