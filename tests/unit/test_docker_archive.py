@@ -46,6 +46,12 @@ def handle() -> RunHandle:
 
 def tar_text(*members: tuple[str, bytes, bytes | None, int]) -> str:
     """An ASCII tar stream, as the text the fake docker prints: (name, type, data, mode)."""
+    return tar_stream(*members).decode("ascii")
+
+
+def tar_stream(*members: tuple[str, bytes, bytes | None, int]) -> bytes:
+    """A tar stream as an agent could leave it: (name, type, data, mode); a link points
+    at /etc/passwd."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
         for name, kind, data, mode in members:
@@ -56,7 +62,7 @@ def tar_text(*members: tuple[str, bytes, bytes | None, int]) -> str:
             if data is not None:
                 info.size = len(data)
             archive.addfile(info, io.BytesIO(data) if data is not None else None)
-    return buffer.getvalue().decode("ascii")
+    return buffer.getvalue()
 
 
 def test_start_gives_the_archive_a_volume_never_a_host_folder(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import secrets
 import socket
 import tarfile
@@ -29,6 +30,7 @@ from ssebench.backends.docker.commands import (
 from ssebench.docker_cli import failure_reason
 from ssebench.errors import BackendError
 from ssebench.extensions import RUN_ID_LABEL, RunHandle
+from tests.unit.test_docker_archive import tar_stream
 from tests.unit.test_images import FakeDocker, fake_docker_on_path
 
 LISTED = [
@@ -437,6 +439,78 @@ def test_copy_from_image_leaves_anything_but_one_file_to_docker_cp(
     assert [line.split(" ")[0] for line in fake.requests] == ["POST", "GET", "DELETE"]
     assert not (tmp_path / "p").exists()
     assert fake_docker.calls() == [["cp", "c1:/x", str(tmp_path / "p")]]
+
+
+ARCHIVE_RUN = RunHandle(
+    backend="docker",
+    run_id="r1",
+    name="ssebench-r1",
+    details={"archive": "ssebench-r1-archive", "image": "img:1"},
+)
+
+
+def test_the_archive_is_streamed_through_the_api_into_the_safe_extractor(
+    api: Callable[[bytes | list[bytes]], FakeDaemon],
+    fake_docker: FakeDocker,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No docker cp: GET /containers/{helper}/archive, read in pieces (a file of several
+    of the client's reads), and the agent's link, FIFO and set-uid bit go no further
+    than the extractor lets them."""
+    large = bytes(range(256)) * (3 * engine.READ_CHUNK // 256 + 7)
+    copied = tar_stream(
+        ("./", tarfile.DIRTYPE, None, 0o755),
+        ("./notes.md", tarfile.REGTYPE, b"mine\n", 0o4777),
+        ("./large.bin", tarfile.REGTYPE, large, 0o644),
+        ("./dialog.jsonl", tarfile.FIFOTYPE, None, 0o644),
+        ("./passwd", tarfile.SYMTYPE, None, 0o777),
+    )
+    gone = http_answer(b'{"message": "No such container"}', "404 Not Found")
+    created = http_answer(b'{"Id": "h1"}', "201 Created")
+    fake = api([gone, created, http_answer(copied), http_answer(b"", "204 No Content")])
+    (tmp_path / "archive").mkdir()
+    DockerBackend().collect_results(ARCHIVE_RUN, tmp_path)
+    assert fake.requests[2:] == [
+        "GET /containers/ssebench-r1-archive-copy/archive?path=/tmp/sse-archive/. HTTP/1.0",
+        "DELETE /containers/ssebench-r1-archive-copy?force=1&v=1 HTTP/1.0",
+    ]
+    assert fake_docker.calls() == []
+    copied_to = tmp_path / "archive"
+    assert sorted(path.name for path in copied_to.iterdir()) == ["large.bin", "notes.md"]
+    assert (copied_to / "large.bin").read_bytes() == large
+    assert (copied_to / "notes.md").stat().st_mode & 0o7777 == 0o755
+    assert "skipped 2 entries of the archive" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("copied", "message"),
+    [
+        (
+            http_answer(
+                b'{"message": "Could not find the file /tmp/sse-archive"}', "404 Not Found"
+            ),
+            "Cannot copy the archive of r1: Could not find the file /tmp/sse-archive",
+        ),
+        (http_answer(b"x" * 700), "The archive of r1 was not copied: "),
+    ],
+)
+def test_an_archive_the_api_cannot_give_whole_fails_the_copy_in_one_line(
+    api: Callable[[bytes | list[bytes]], FakeDaemon],
+    fake_docker: FakeDocker,
+    tmp_path: Path,
+    copied: bytes,
+    message: str,
+) -> None:
+    """The daemon's refusal, or a stream that is no tar: BackendError, not docker cp
+    (which would only be asked the same), and the helper is removed."""
+    created = http_answer(b'{"Id": "h1"}', "201 Created")
+    fake = api([http_answer(b"", "204 No Content"), created, copied, http_answer(b"")])
+    (tmp_path / "archive").mkdir()
+    with pytest.raises(BackendError, match=re.escape(message)):
+        DockerBackend().collect_results(ARCHIVE_RUN, tmp_path)
+    assert fake.requests[-1].startswith("DELETE /containers/ssebench-r1-archive-copy")
+    assert fake_docker.calls() == []
 
 
 def test_removing_a_run_network_is_requests(

@@ -34,7 +34,8 @@ open-egress run's network is kept off private ranges and this host by firewall r
 The agent's archive (/tmp/sse-archive) is a volume of the run's own,
 ssebench-<run id>-archive, never a folder of the host (archive.py): nothing the agent
 makes there reaches the host as it made it. After the run, collect_results streams the
-volume out (`docker cp` of a helper container that mounts it and never starts) into the
+volume out (a tar stream, the Engine API's or `docker cp`'s, of a helper container that
+mounts it and never starts) into the
 run directory's archive/ through the same extractor as the Kubernetes read-out, with the
 same limits (links, FIFOs and devices skipped, setuid stripped, size, file and depth
 caps). The volume and the helper carry ssebench.archive-of=<run id>, by which cleanup

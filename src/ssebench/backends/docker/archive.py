@@ -1,10 +1,11 @@
 """The run's archive volume: made before the run, streamed out through the safe
-extractor after it (`docker cp` of a helper container that never starts), removed
-with the run."""
+extractor after it (a tar of it read through a helper container that never starts),
+removed with the run."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import subprocess
 import sys
 import tempfile
@@ -15,6 +16,7 @@ from typing import IO
 from urllib.parse import quote
 
 from ssebench import docker_cli, safe_tar
+from ssebench.backends.docker import engine
 from ssebench.backends.docker.commands import (
     container_ids,
     docker_call,
@@ -44,8 +46,10 @@ from ssebench.extensions import (
 )
 from ssebench.labels import ARCHIVE_OF
 
-# Reads of `docker cp`'s tar stream.
+# Reads of `docker cp`'s tar stream, and the most of tar padding read after the end.
 COPY_CHUNK = 1024 * 1024
+# Of an answer that is not the archive, the daemon's message: a few hundred bytes.
+MESSAGE_BYTES = 64 * 1024
 
 
 def create_archive_volume(spec: RunSpec) -> str:
@@ -103,7 +107,7 @@ def collect_results(handle: RunHandle, dest: Path) -> None:
 
 def archive_helper(run_id: str, volume: str, image: str) -> str:
     """A container that mounts the archive volume read-only and never starts:
-    `docker cp` reads the volume through it. Labelled so cleanup finds it."""
+    copy_archive reads the volume through it. Labelled so cleanup finds it."""
     name = f"{container_name(run_id)}-archive-copy"
     remove_container(name)  # one of an earlier attempt
     mount = {"Type": "volume", "Source": volume, "Target": ARCHIVE_TARGET, "ReadOnly": True}
@@ -145,8 +149,38 @@ def archive_helper(run_id: str, volume: str, image: str) -> str:
 def copy_archive(
     run_id: str, helper: str, target: Path, limits: safe_tar.Limits
 ) -> safe_tar.ExtractReport:
-    """`docker cp` of the archive as a tar stream, unpacked into target by the
-    extractor as it arrives. Raises BackendError."""
+    """The archive as a tar stream, unpacked into target by the extractor as it
+    arrives: the Engine API's GET /containers/{id}/archive where the API is at hand
+    (what `docker cp` asks for, without its process), else `docker cp`. Raises
+    BackendError."""
+    path = f"/containers/{quote(helper, safe='')}/archive?path={quote(ARCHIVE_TARGET + '/.')}"
+    try:
+        with engine.stream("GET", path) as (status, chunks):
+            if status != 200:
+                answer = b"".join(itertools.islice(chunks, 1))[:MESSAGE_BYTES]
+                raise BackendError(
+                    f"Cannot copy the archive of {run_id}: {engine.error_message(answer)}",
+                    backend=NAME,
+                    run_id=run_id,
+                )
+            try:
+                report = safe_tar.extract(chunks, target, limits)
+                _drain(chunks, COPY_CHUNK)  # tar's padding after the end marker
+            except (safe_tar.UnsafeArchiveError, OSError) as error:
+                raise BackendError(
+                    f"The archive of {run_id} was not copied: {error}",
+                    backend=NAME,
+                    run_id=run_id,
+                ) from None
+            return report
+    except engine.EngineUnavailable:
+        return _copy_archive_by_cli(run_id, helper, target, limits)
+
+
+def _copy_archive_by_cli(
+    run_id: str, helper: str, target: Path, limits: safe_tar.Limits
+) -> safe_tar.ExtractReport:
+    """copy_archive through `docker cp`."""
     with tempfile.TemporaryFile() as errors:
         try:
             process = subprocess.Popen(
@@ -161,7 +195,7 @@ def copy_archive(
         try:
             report = safe_tar.extract(_chunks(process.stdout), target, limits)
             # What follows the end marker is tar's padding: read so docker cp ends.
-            _drain(process.stdout, COPY_CHUNK)
+            _drain(_chunks(process.stdout), COPY_CHUNK)
         except safe_tar.UnsafeArchiveError as error:
             reason = str(error)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -214,10 +248,10 @@ def _last_line(file: IO[bytes]) -> str:
     return lines[-1] if lines else ""
 
 
-def _drain(stream: IO[bytes], limit: int) -> None:
-    """Read stream to its end, or raise once more than limit bytes came."""
+def _drain(chunks: Iterator[bytes], limit: int) -> None:
+    """Read chunks to their end, or raise once more than limit bytes came."""
     seen = 0
-    while chunk := stream.read(COPY_CHUNK):
+    for chunk in chunks:
         seen += len(chunk)
         if seen > limit:
             raise safe_tar.UnsafeArchiveError("data after the end of the archive")

@@ -1,6 +1,7 @@
-"""A small client of the Docker Engine API on its Unix socket, for the reads where the
+"""A small client of the Docker Engine API on its Unix socket, for the calls where the
 docker CLI costs a process per call (listing runs: one GET returns every run's labels
-and state, where the CLI needs `docker ps` and then `docker container inspect`).
+and state, where the CLI needs `docker ps` and then `docker container inspect`), and
+the archive's tar stream, read as it comes (stream).
 
 Standard library only, and no http.client (which alone costs ~40 ms of imports): one
 HTTP/1.0 request per connection, the answer read to the end. docs/performance.md says
@@ -15,9 +16,11 @@ the ones users know.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -27,6 +30,8 @@ TIMEOUT_SECONDS = 30.0
 READ_CHUNK = 256 * 1024
 # An answer larger than this is not a listing this client is for.
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
+# An answer's status line and headers: the daemon's are a few hundred bytes.
+MAX_HEAD_BYTES = 64 * 1024
 
 
 class EngineUnavailable(Exception):
@@ -72,6 +77,52 @@ def request(
     timeout None waits as long as the daemon takes. Raises EngineTimeout when it did not
     answer in time, EngineUnavailable when the socket is not to be used or cannot be
     reached, or the answer is not HTTP or larger than max_bytes."""
+    with _sent(method, path, body, timeout) as (connection, where):
+        try:
+            answer = _read_all(connection, max_bytes)
+        except TimeoutError:
+            raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
+        except OSError as error:
+            raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
+    return _parse(answer)
+
+
+@contextlib.contextmanager
+def stream(
+    method: str, path: str, *, timeout: float | None = TIMEOUT_SECONDS
+) -> Iterator[tuple[int, Iterator[bytes]]]:
+    """One request whose answer is read as it comes: (status, the body's chunks), for
+    answers too large to hold (a tar of a run's archive). Raises EngineUnavailable, as
+    request does, until the answer's head is read; the chunks raise OSError (TimeoutError
+    after timeout without data) when the connection breaks. An HTTP/1.0 answer's body is
+    the bytes up to the connection's end; a chunked one is refused (EngineUnavailable),
+    as the daemon does not send it to an HTTP/1.0 request."""
+    with _sent(method, path, None, timeout) as (connection, where):
+        try:
+            status, headers, first = _read_head(connection)
+        except TimeoutError:
+            raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
+        except OSError as error:
+            raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
+        if headers.get("transfer-encoding", "").lower() == "chunked":
+            raise EngineUnavailable("a streamed answer came chunked")
+
+        def body() -> Iterator[bytes]:
+            if first:
+                yield first
+            while chunk := connection.recv(READ_CHUNK):
+                yield chunk
+
+        yield status, body()
+
+
+@contextlib.contextmanager
+def _sent(
+    method: str, path: str, body: Any, timeout: float | None
+) -> Iterator[tuple[socket.socket, str]]:
+    """A connection to the daemon with the request sent, and the socket's path; closed
+    on leaving. Raises EngineUnavailable when the socket is not to be used or cannot be
+    reached."""
     where = socket_path()
     if where is None:
         raise EngineUnavailable("the docker CLI is set up for another daemon")
@@ -79,17 +130,16 @@ def request(
     content = b"" if body is None else json.dumps(body).encode()
     if body is not None:
         head += f"Content-Type: application/json\r\nContent-Length: {len(content)}\r\n"
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        try:
             connection.settimeout(timeout)
             connection.connect(where)
             connection.sendall(f"{head}\r\n".encode() + content)
-            answer = _read_all(connection, max_bytes)
-    except TimeoutError:
-        raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
-    except OSError as error:
-        raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
-    return _parse(answer)
+        except TimeoutError:
+            raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
+        except OSError as error:
+            raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
+        yield connection, where
 
 
 def get_json(path: str) -> Any:
@@ -133,24 +183,39 @@ def _read_all(connection: socket.socket, max_bytes: int) -> bytes:
     return b"".join(parts)
 
 
+def _read_head(connection: socket.socket) -> tuple[int, dict[str, str], bytes]:
+    """The answer's status and headers, and what of its body came with them."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = connection.recv(READ_CHUNK)
+        if not chunk or len(received) > MAX_HEAD_BYTES:
+            raise EngineUnavailable("the answer is not HTTP")
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    status, headers = _parse_head(head)
+    return status, headers, body
+
+
 def _parse(answer: bytes) -> tuple[int, bytes]:
     head, separator, body = answer.partition(b"\r\n\r\n")
+    if not separator:
+        raise EngineUnavailable("the answer is not HTTP")
+    status, headers = _parse_head(head)
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = _unchunk(body)
+    return status, body
+
+
+def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     words = status_line.split()
-    if (
-        not separator
-        or len(words) < 2
-        or not words[0].startswith("HTTP/")
-        or not words[1].isdigit()
-    ):
+    if len(words) < 2 or not words[0].startswith("HTTP/") or not words[1].isdigit():
         raise EngineUnavailable("the answer is not HTTP")
     headers = {}
     for line in header_lines:
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = _unchunk(body)
-    return int(words[1]), body
+    return int(words[1]), headers
 
 
 def _unchunk(body: bytes) -> bytes:
