@@ -13,7 +13,6 @@ bound of what ssebench adds. Runs and Jobs alternate, so the noise moves both.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import statistics
@@ -23,8 +22,18 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from common import PILOT, Figure, NotMeasured, Result, cluster_problem, main, run
+from common import (
+    PILOT,
+    Figure,
+    NotMeasured,
+    Result,
+    cluster_problem,
+    main,
+    reference_run_env,
+    run,
+)
 
+from ssebench.backends.kubernetes.config import KubernetesSettings
 from ssebench.extensions import ARCHIVE_TARGET, REFERENCE_PATCH_TARGET, RESULTS_TARGET
 
 ROUNDS = 3
@@ -37,10 +46,6 @@ BARE_COMMAND = (
     f"echo '{RESULT_MARK}'; cat {RESULTS_TARGET}/result.json"
 )
 BASELINE = "bare Job by hand (kubectl create, wait, logs, delete --wait=false)"
-
-
-def namespace() -> str:
-    return os.environ.get("SSEBENCH_K8S_NAMESPACE", "").strip() or "ssebench"
 
 
 def ssebench_run(work: Path, run_id: str) -> tuple[float, float]:
@@ -73,7 +78,8 @@ def bare_job(work: Path, name: str, image: str) -> tuple[float, float]:
     and the seconds from its grade to the end of that."""
     from k8s_common import TASK
 
-    kubectl = ["kubectl", "-n", namespace()]
+    settings = KubernetesSettings.from_environment()
+    kubectl = ["kubectl", "-n", settings.namespace]
     folder, _, patch_name = REFERENCE_PATCH_TARGET.rpartition("/")
     job = {
         "apiVersion": "batch/v1",
@@ -89,20 +95,11 @@ def bare_job(work: Path, name: str, image: str) -> tuple[float, float]:
                         {
                             "name": "task",
                             "image": image,
-                            "imagePullPolicy": os.environ.get(
-                                "SSEBENCH_K8S_IMAGE_PULL_POLICY", "IfNotPresent"
-                            ),
+                            "imagePullPolicy": settings.image_pull_policy,
                             "command": ["sh", "-c", BARE_COMMAND],
                             "env": [
                                 {"name": key, "value": value}
-                                for key, value in {
-                                    "SSE_MODEL_NAME": "none",
-                                    "SSE_DIFFICULTY": "2",
-                                    "TIMEOUT": "3600",
-                                    "SSE_RESULTS": RESULTS_TARGET,
-                                    "SSE_ARCHIVE": ARCHIVE_TARGET,
-                                    "SSE_RUN_ID": name,
-                                }.items()
+                                for key, value in reference_run_env(name).items()
                             ],
                             "volumeMounts": [
                                 {"name": "results", "mountPath": RESULTS_TARGET},

@@ -15,7 +15,17 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from common import PILOT, SSEBENCH, Figure, Result, docker_problem, in_turns, main, run
+from common import (
+    PILOT,
+    SSEBENCH,
+    Figure,
+    Result,
+    docker_problem,
+    in_turns,
+    main,
+    reference_run_env,
+    run,
+)
 
 from ssebench.agents import release_version
 
@@ -79,9 +89,11 @@ def measure() -> list[Result]:
                 f"type=bind,source={run_dir / 'archive'},target=/tmp/sse-archive",
                 "--mount",
                 f"type=bind,source={patch},target=/reference/patch.diff,readonly",
-                *("-e", "SSE_MODEL_NAME=none", "-e", "SSE_DIFFICULTY=2", "-e", "TIMEOUT=3600"),
-                *("-e", "SSE_RESULTS=/var/lib/ssebench/results"),
-                *("-e", "SSE_ARCHIVE=/tmp/sse-archive", "-e", f"SSE_RUN_ID={run_dir.name}"),
+                *(
+                    argument
+                    for key, value in reference_run_env(run_dir.name).items()
+                    for argument in ("-e", f"{key}={value}")
+                ),
                 IMAGE,
             ]
         )

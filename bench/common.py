@@ -99,6 +99,21 @@ def in_turns(actions: list[Callable[[], object]], rounds: int) -> list[float]:
     return [statistics.median(seconds) for seconds in times]
 
 
+def reference_run_env(run_id: str) -> dict[str, str]:
+    """The environment the runner gives a reference run's container (runner.py), for
+    the baselines that start the same image by hand."""
+    from ssebench.extensions import ARCHIVE_TARGET, RESULTS_TARGET
+
+    return {
+        "SSE_MODEL_NAME": "none",
+        "SSE_DIFFICULTY": "2",
+        "TIMEOUT": "3600",
+        "SSE_RESULTS": RESULTS_TARGET,
+        "SSE_ARCHIVE": ARCHIVE_TARGET,
+        "SSE_RUN_ID": run_id,
+    }
+
+
 def run(argv: list[str], *, timeout: float = 900, env: dict[str, str] | None = None) -> str:
     """Run argv; return its stdout; raise with its output when it fails."""
     done = subprocess.run(

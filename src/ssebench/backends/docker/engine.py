@@ -77,13 +77,8 @@ def request(
     timeout None waits as long as the daemon takes. Raises EngineTimeout when it did not
     answer in time, EngineUnavailable when the socket is not to be used or cannot be
     reached, or the answer is not HTTP or larger than max_bytes."""
-    with _sent(method, path, body, timeout) as (connection, where):
-        try:
-            answer = _read_all(connection, max_bytes)
-        except TimeoutError:
-            raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
-        except OSError as error:
-            raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
+    with _sent(method, path, body, timeout) as (connection, where), _reaching(where, timeout):
+        answer = _read_all(connection, max_bytes)
     return _parse(answer)
 
 
@@ -98,12 +93,8 @@ def stream(
     the bytes up to the connection's end; a chunked one is refused (EngineUnavailable),
     as the daemon does not send it to an HTTP/1.0 request."""
     with _sent(method, path, None, timeout) as (connection, where):
-        try:
+        with _reaching(where, timeout):
             status, headers, first = _read_head(connection)
-        except TimeoutError:
-            raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
-        except OSError as error:
-            raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
         if headers.get("transfer-encoding", "").lower() == "chunked":
             raise EngineUnavailable("a streamed answer came chunked")
 
@@ -131,15 +122,23 @@ def _sent(
     if body is not None:
         head += f"Content-Type: application/json\r\nContent-Length: {len(content)}\r\n"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        try:
+        with _reaching(where, timeout):
             connection.settimeout(timeout)
             connection.connect(where)
             connection.sendall(f"{head}\r\n".encode() + content)
-        except TimeoutError:
-            raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
-        except OSError as error:
-            raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
         yield connection, where
+
+
+@contextlib.contextmanager
+def _reaching(where: str, timeout: float | None) -> Iterator[None]:
+    """The socket's errors within, as this client's: EngineTimeout after timeout without
+    an answer, EngineUnavailable for any other."""
+    try:
+        yield
+    except TimeoutError:
+        raise EngineTimeout(f"no answer from {where} within {timeout} s") from None
+    except OSError as error:
+        raise EngineUnavailable(f"cannot reach {where}: {error.strerror or error}") from None
 
 
 def get_json(path: str) -> Any:
