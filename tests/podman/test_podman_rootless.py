@@ -127,6 +127,7 @@ def rootless() -> Iterator[RootlessUser]:
                 capture_output=True,
                 text=True,
                 timeout=300,
+                cwd=HOME,  # as in RootlessUser.run: the user may not enter the checkout
             )
         assert saved.returncode == 0 and loaded.returncode == 0, loaded.stderr
     results = work / "results"
