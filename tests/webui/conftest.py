@@ -170,6 +170,7 @@ def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterat
     errors: list[str] = []
     tab.on("pageerror", lambda error: errors.append(str(error)))
     tab.goto(server.url + "/")
+    _wait_for_the_token_dialog(tab, request.node.name)
     tab.fill("#token-input", TOKEN)
     tab.click("#token-form button[type=submit]")
     tab.wait_for_selector("h1:has-text('Runs')")
@@ -180,6 +181,27 @@ def page(browser: Any, server: Server, request: pytest.FixtureRequest) -> Iterat
         tab.screenshot(path=str(ARTIFACTS / f"failed-{request.node.name}.png"), full_page=True)
     context.close()
     assert errors == [], errors
+
+
+def _wait_for_the_token_dialog(tab: Any, test: str) -> None:
+    """The dialog shows once app.js has run and /api/health said 401. In one CI run under
+    load, a first load fetched the page's stylesheets and first scripts but never
+    requested app.js (the server's log), and the dialog never showed. That load is kept
+    in the artifacts (what it fetched, and how it looked), and the page is loaded once
+    more: the product's handling of the token is what test_browser.py and
+    test_server_security.py check, not this set-up."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    dialog = tab.locator("#token-input")
+    try:
+        dialog.wait_for(state="visible")
+    except PlaywrightTimeoutError:
+        ARTIFACTS.mkdir(exist_ok=True)
+        fetched = tab.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")
+        (ARTIFACTS / f"stalled-load-{test}.json").write_text(json.dumps(fetched, indent=1))
+        tab.screenshot(path=str(ARTIFACTS / f"stalled-load-{test}.png"))
+        tab.reload()
+        dialog.wait_for(state="visible")
 
 
 @dataclass

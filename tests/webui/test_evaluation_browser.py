@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -67,7 +68,14 @@ def evaluation(server: Server) -> Iterator[subprocess.Popen[str]]:
         yield process
     finally:
         if process.poll() is None:
-            process.kill()
+            # A test that failed before the evaluation ended: stop it as a user does
+            # (its runs stop and are recorded), so that only that test fails; a kill
+            # would leave its running containers to the session's leftovers check.
+            process.send_signal(signal.SIGINT)
+            try:
+                process.communicate(timeout=180)
+            except subprocess.TimeoutExpired:
+                process.kill()
         process.communicate()
         assert leftovers() == []
 
