@@ -74,14 +74,16 @@ def measure() -> list[Result]:
 
 def forget_image_checks(*, kept: bool = False) -> None:
     """The first run of an image in a process checks it with a pod, unless a node's
-    answer is kept in the user's cache folder: drop this process's answers and, unless
-    kept, the kept answers about the bench's reference image, so that the run pays the
-    check as the first run of an image does."""
+    answer is kept in the user's cache folder: drop this process's answers (and the
+    reference patches its checks read out) and, unless kept, the kept answers about the
+    bench's reference image, so that the run pays the check as the first run of an image
+    does."""
     from k8s_common import BENCH_REGISTRY, TASK
 
     from ssebench.backends.kubernetes import backend, image_check
 
     backend._images_present.clear()
+    backend._reference_patches.clear()
     if kept:
         return
     folder = image_check.answer_file("", backend.KubernetesBackend().settings, "").parent

@@ -5,11 +5,15 @@ The check is a short pod of the image on the real cluster, which the test finds 
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from ssebench.backends.kubernetes import image_check
+from ssebench.backends.kubernetes.config import KubernetesSettings
+from ssebench.extensions import IMAGE_REFERENCE_PATCH
 from tests.cli import run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
 from tests.kubernetes.cluster import TASK, Cluster, new_run_id
@@ -49,14 +53,36 @@ def test_a_missing_prebuilt_image_stops_the_run_before_it_creates_anything(
 
 
 def test_a_present_image_passes_the_check(cluster: Cluster, tmp_path: Path) -> None:
-    """The same check lets the published image through: the reference run is graded."""
+    """The same check lets the published image through: the reference run is graded,
+    with the reference patch that the check's pod read out (no answer kept yet)."""
     run_id = new_run_id("image")
     done = ssebench(
         *run_arguments(PILOT_DATASET, TASK, "reference", run_id, tmp_path / "results"),
         "--backend", "kubernetes", "--prebuilt",
+        env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
         timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "cannot check" not in done.stderr
     assert done.stdout.strip().splitlines()[-1].startswith("passed"), done.stdout[-2000:]
+    assert cluster.objects_of("ssebench.probe") == []
+
+
+def test_the_check_reads_the_reference_patch_out_whole(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the real kubelet's log: the bytes the image holds, the same as the
+    Docker daemon reads out of it; its pod gone after."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    image = cluster.images["reference"]
+    found = image_check.check_image(
+        KubernetesSettings.from_environment(), image, IMAGE_REFERENCE_PATCH
+    )
+    in_the_image = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "cat", image,
+         IMAGE_REFERENCE_PATCH],
+        capture_output=True, check=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert found.verdict == "present"
+    assert in_the_image.startswith(b"diff --git") and found.read_out == in_the_image
     assert cluster.objects_of("ssebench.probe") == []

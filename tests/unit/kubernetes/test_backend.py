@@ -34,7 +34,9 @@ def request(**overrides: object) -> ImageRequest:
 
 
 def test_prebuilt_images_only_and_no_sidecar(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(image_check, "check_image", lambda settings, image: ImageCheck("present"))
+    monkeypatch.setattr(
+        image_check, "check_image", lambda settings, image, read_out=None: ImageCheck("present")
+    )
     kubernetes = KubernetesBackend()
     assert kubernetes.builds_images is False and kubernetes.supports_exec is True
     assert (

@@ -3,11 +3,12 @@ classified, and what prepare_images makes of each (the cluster's own: tests/kube
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from ssebench.backends.kubernetes import backend, image_check
+from ssebench.backends.kubernetes import backend, image_check, manifests
 from ssebench.backends.kubernetes.backend import KubernetesBackend
 from ssebench.backends.kubernetes.config import KubernetesSettings
 from ssebench.backends.kubernetes.image_check import ImageCheck, check_pod, classify
@@ -59,7 +60,9 @@ def test_the_check_pod_has_the_runs_pull_settings_and_no_rights() -> None:
 def test_a_missing_image_is_one_line_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(backend, "_images_present", set())
     monkeypatch.setattr(
-        image_check, "check_image", lambda settings, image: ImageCheck("missing", "not found")
+        image_check,
+        "check_image",
+        lambda settings, image, read_out=None: ImageCheck("missing", "not found"),
     )
     with pytest.raises(ImageUnavailableError) as raised:
         KubernetesBackend().prepare_images(request())
@@ -77,12 +80,14 @@ def test_when_the_node_cannot_tell_the_run_goes_on_with_a_line(
 ) -> None:
     monkeypatch.setattr(backend, "_images_present", set())
     answers = iter([ImageCheck("unknown", "401 Unauthorized"), ImageCheck("unknown", "again")])
-    monkeypatch.setattr(image_check, "check_image", lambda settings, image: next(answers))
+    monkeypatch.setattr(
+        image_check, "check_image", lambda settings, image, read_out=None: next(answers)
+    )
     assert KubernetesBackend().prepare_images(request()).run.endswith("/t:1")
     line = capsys.readouterr().err
     assert line.count("\n") == 1 and "cannot check" in line and "401 Unauthorized" in line
 
-    def refused(settings: KubernetesSettings, image: str) -> ImageCheck:
+    def refused(settings: KubernetesSettings, image: str, read_out: str | None) -> ImageCheck:
         raise BackendError("Cannot create the pod: 403 Forbidden", backend="kubernetes")
 
     monkeypatch.setattr(image_check, "check_image", refused)
@@ -94,7 +99,7 @@ def test_an_image_found_once_is_not_checked_again(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(backend, "_images_present", set())
     checks: list[str] = []
 
-    def present(settings: KubernetesSettings, image: str) -> ImageCheck:
+    def present(settings: KubernetesSettings, image: str, read_out: str | None) -> ImageCheck:
         checks.append(image)
         return ImageCheck("present")
 
@@ -116,7 +121,7 @@ def test_a_present_answer_is_kept_for_an_hour_per_server_namespace_policy_and_im
     pods: list[str] = []
     answers = {"r/x:1": ImageCheck("present"), "r/gone:1": ImageCheck("missing", "not found")}
 
-    def with_a_pod(settings: KubernetesSettings, image: str) -> ImageCheck:
+    def with_a_pod(settings: KubernetesSettings, image: str, read_out: str | None) -> ImageCheck:
         pods.append(f"{settings.namespace}/{settings.image_pull_policy}/{image}")
         return answers[image]
 
@@ -142,3 +147,34 @@ def test_a_present_answer_is_kept_for_an_hour_per_server_namespace_policy_and_im
     image_check.forget(settings, "r/x:1")
     image_check.check_image(settings, "r/x:1")
     assert len(pods) == 6
+
+
+def test_the_check_reads_out_a_file_that_survives_a_text_log(tmp_path: Path) -> None:
+    """READ_OUT_SCRIPT through this machine's sh and base64, as the pod runs it: bytes
+    that are not UTF-8, lines without an ending and an empty file come back as they were;
+    a missing file prints no end mark, so nothing is kept."""
+    settings = KubernetesSettings(namespace="runs")
+    pod = check_pod("r/x:1", "ssebench-probe-1-image", "1", settings, read_out="/the/patch")
+    command = pod["spec"]["containers"][0]["command"]
+    for content in (b"diff --git a/x b/x\n\xff\xfe latin-1 \xe9\r\nno newline", b""):
+        patch = tmp_path / "patch"
+        patch.write_bytes(content)
+        printed = subprocess.run(
+            [*command[:-1], str(patch)], capture_output=True, check=True
+        ).stdout
+        assert image_check.decode_read_out(printed) == content
+    gone = subprocess.run([*command[:-1], str(tmp_path / "gone")], capture_output=True)
+    assert gone.returncode == 0
+    assert image_check.decode_read_out(gone.stdout + gone.stderr) is None
+
+
+def test_only_a_check_that_reads_out_has_the_copy_pods_rights() -> None:
+    """The reference patch may be root's alone: the check that reads it runs as the copy
+    pod would; any other check stays nobody."""
+    settings = KubernetesSettings(namespace="runs")
+    plain = check_pod("r/x:1", "p", "1", settings)["spec"]["containers"][0]
+    reading = check_pod("r/x:1", "p", "1", settings, read_out="/f")["spec"]["containers"][0]
+    assert plain["securityContext"]["runAsUser"] == 65534
+    assert plain["command"] == ["sh", "-c", "exit 0"]
+    assert reading["securityContext"] == manifests.copy_security_context()
+    assert reading["securityContext"]["capabilities"]["add"] == ["DAC_READ_SEARCH"]

@@ -90,6 +90,8 @@ class RecordingApi:
         self.bodies: dict[str, Any] = {}
         self.lists = 0
         self.pod_after_exit: Any | None = pod("exited")
+        # What the image check's pod printed: the reference patch it read out, whole.
+        self.check_log = base64.encodebytes(b"the patch") + b"ssebench: read out\n"
         self.api_client = SimpleNamespace(configuration=SimpleNamespace(host="https://k8s.invalid"))
 
     def __getattr__(self, method: str) -> Any:
@@ -105,6 +107,8 @@ class RecordingApi:
                 return copy_pod()
             if method == "read_namespaced_pod":
                 return self.pod_after_exit
+            if method == "read_namespaced_pod_log" and str(args[0]).startswith("ssebench-probe-"):
+                return SimpleNamespace(data=self.check_log, release_conn=lambda: None)
             if method == "read_namespaced_pod_log":
                 return SimpleNamespace(stream=lambda size: iter([b"ssebench: result: passed\n"]))
             return SimpleNamespace(items=[])
@@ -118,6 +122,7 @@ def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RecordingApi:
     install_api(monkeypatch, api)
     monkeypatch.setattr(backend.time, "sleep", lambda seconds: None)
     monkeypatch.setattr(backend, "_images_present", set())
+    monkeypatch.setattr(backend, "_reference_patches", {})
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
     def exec_stream(
@@ -199,22 +204,25 @@ COPY = [
 ]
 
 
-def test_a_whole_reference_run_costs_seventeen_requests_then_fourteen(
+def test_a_whole_reference_run_costs_fourteen_requests_checked_or_not(
     api: RecordingApi, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """The image check is one short pod (create, one read after its first 1.5 s,
-    delete), the reference patch's copy another (the contract: the Secret carries the
-    patch, the pod has two containers). The next process (the same image within the
-    hour) finds the check's answer kept."""
+    """The image check is one short pod (create, one read after its first 1.5 s, its
+    log, delete), which reads the reference patch out as well (the contract: the Secret
+    carries the patch, the pod has two containers). The next process (the same image
+    within the hour) finds the check's answer kept, and copies the patch with a short
+    pod of its own."""
     kubernetes = KubernetesBackend(KubernetesSettings(namespace="runs"))
     reference_run(kubernetes, tmp_path)
     assert api.requests == [
         "create_namespaced_pod",
         "read_namespaced_pod",
+        "read_namespaced_pod_log",
         "delete_namespaced_pod",
-        *COPY,
         *RUN,
     ]
+    check = api.bodies["create_namespaced_pod"]["spec"]["containers"][0]
+    assert check["command"][-1] == IMAGE_REFERENCE_PATCH
     assert (tmp_path / RUN_ID / "reference.patch").read_bytes() == b"the patch"
     job = api.bodies["create_namespaced_job"]
     pod_spec = job["spec"]["template"]["spec"]
@@ -229,8 +237,28 @@ def test_a_whole_reference_run_costs_seventeen_requests_then_fourteen(
     api.requests.clear()
     api.lists = 0
     monkeypatch.setattr(backend, "_images_present", set())  # another process
+    monkeypatch.setattr(backend, "_reference_patches", {})
     reference_run(kubernetes, tmp_path / "again")
     assert api.requests == [*COPY, *RUN]
+    assert (tmp_path / "again" / RUN_ID / "reference.patch").read_bytes() == b"the patch"
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        base64.encodebytes(b"the patch"),  # no end mark: not seen whole
+        b"sh: base64: not found\n",  # an image without base64
+        b"dGhlIHBhdGNo\nsh: 1: cannot open /ssebench/task/reference.patch\nssebench: read out\n",
+        b"\xff\xfe\nssebench: read out\n",
+    ],
+)
+def test_a_check_log_without_the_whole_patch_leaves_the_copy_its_own_pod(
+    api: RecordingApi, tmp_path: Path, log: bytes
+) -> None:
+    api.check_log = log
+    reference_run(KubernetesBackend(KubernetesSettings(namespace="runs")), tmp_path)
+    assert api.requests[4:8] == COPY
+    assert (tmp_path / RUN_ID / "reference.patch").read_bytes() == b"the patch"
 
 
 def test_copy_from_image_without_a_run_is_a_short_pod_too(

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench import safe_tar
+from ssebench.agents import REFERENCE as REFERENCE_AGENT
 from ssebench.backends.kubernetes import (
     execstream,
     image_check,
@@ -40,6 +41,7 @@ from ssebench.backends.kubernetes.config import KubernetesSettings, is_label_key
 from ssebench.errors import BackendError, ImageUnavailableError, ResultsGoneError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
+    IMAGE_REFERENCE_PATCH,
     REFERENCE_PATCH_TARGET,
     RESULTS_TARGET,
     Backend,
@@ -104,6 +106,9 @@ _killed: set[str] = set()
 # Images a node of this process's checks could get ("namespace/pull policy/image"):
 # the runs of an evaluation check each image once.
 _images_present: set[str] = set()
+# The reference patches that an image check read out ("namespace/pull policy/image"):
+# copy_from_image takes them from here instead of making a pod (image_check).
+_reference_patches: dict[str, bytes] = {}
 # The pod as wait last read it, its task container exited ("namespace/pod"): the
 # read-out that follows takes it from here instead of reading it again.
 _exited_pods: dict[str, Any] = {}
@@ -412,11 +417,13 @@ class KubernetesBackend(Backend):
         if not request.prebuilt:
             raise UserError("The kubernetes backend cannot build images; pass --prebuilt")
         published = prebuilt_images(request)
-        key = f"{self.namespace}/{self.settings.image_pull_policy}/{published.run}"
+        key = self._image_key(published.run)
         if key in _images_present:
             return published
+        # A reference run copies the patch out of the image next: the check reads it.
+        read_out = IMAGE_REFERENCE_PATCH if request.agent == REFERENCE_AGENT else None
         try:
-            found = image_check.check_image(self.settings, published.run)
+            found = image_check.check_image(self.settings, published.run, read_out)
         except BackendError as error:
             image_check.unchecked_note(published.run, str(error))
             return published
@@ -433,11 +440,17 @@ class KubernetesBackend(Backend):
             image_check.unchecked_note(published.run, found.detail)
         else:
             _images_present.add(key)
+        if found.read_out is not None:
+            _reference_patches[key] = found.read_out
         return published
+
+    def _image_key(self, image: str) -> str:
+        return f"{self.namespace}/{self.settings.image_pull_policy}/{image}"
 
     def _forget_image(self, image: str) -> None:
         """The nodes could not pull image after all: check it again next time."""
-        _images_present.discard(f"{self.namespace}/{self.settings.image_pull_policy}/{image}")
+        _images_present.discard(self._image_key(image))
+        _reference_patches.pop(self._image_key(image), None)
         image_check.forget(self.settings, image)
 
     def copy_from_image(
@@ -449,6 +462,10 @@ class KubernetesBackend(Backend):
         *,
         labels: Mapping[str, str] | None = None,
     ) -> None:
+        kept = _reference_patches.get(self._image_key(image))
+        if path == IMAGE_REFERENCE_PATCH and kept is not None:
+            dest.write_bytes(kept)  # read out by the image's check (prepare_images)
+            return
         api = _api()
         namespace = self.namespace
         name = f"ssebench-copy-{secrets.token_hex(5)}"

@@ -20,17 +20,27 @@ server, namespace, pull policy and image, as the NetworkPolicy probe keeps its a
 the next `ssebench run` of the same image skips the pod (its create, reads and delete:
 3 API requests or more, 1.5 s or more). Should the image have gone since, the run's own
 start reports the pod that cannot pull it, and the answer is forgotten (forget).
+
+For a reference run the check's pod also reads out the task's reference patch, which
+copy_from_image would otherwise get with a pod of its own (a create, a read, an exec
+and a delete, 2 s or more): the pod prints the file in base64 and then an end mark, and
+the check reads its log once. A log without the mark (the image has no `base64`, the
+file is missing, the pod was looked at before it ended) keeps nothing, and the copy
+takes its own pod as before. Base64, because a container log is kept as text: a
+runtime may replace bytes that are not UTF-8.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import os
 import secrets
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -42,6 +52,7 @@ from ssebench.backends.kubernetes.policy_check import (
     PROBE_SECURITY_CONTEXT,
     probe_labels,
 )
+from ssebench.errors import BackendError
 
 # The whole check, pulling included; then the node cannot tell yet.
 CHECK_SECONDS = 45.0
@@ -52,6 +63,10 @@ FIRST_LOOK_SECONDS = 1.5
 POLL_SECONDS = 1.0
 # How long a node's "present" serves every ssebench process of this user.
 ANSWER_SECONDS = 3600
+# What the check's pod prints after a file it read out whole (no base64 line is this).
+READ_OUT_END = "ssebench: read out"
+# The check's command when it reads out a file ("$1"): the file, then the end mark.
+READ_OUT_SCRIPT = f'base64 < "$1" && echo "{READ_OUT_END}"; exit 0'
 
 Verdict = Literal["present", "missing", "unknown"]
 
@@ -65,10 +80,12 @@ _NEEDS_LOGIN = ("unauthorized", "authentication required", "denied", "401", "403
 @dataclass(frozen=True)
 class ImageCheck:
     """verdict: present, missing, or unknown when the node could not tell; detail: the
-    node's words (for missing and unknown)."""
+    node's words (for missing and unknown); read_out: the file the pod was asked to read
+    out, when it did (never in repr: it can be a task's answer)."""
 
     verdict: Verdict
     detail: str = ""
+    read_out: bytes | None = field(default=None, repr=False)
 
 
 def classify(reason: str | None, message: str | None) -> ImageCheck | None:
@@ -88,8 +105,17 @@ def classify(reason: str | None, message: str | None) -> ImageCheck | None:
     return ImageCheck("unknown", detail)
 
 
-def check_pod(image: str, name: str, check: str, settings: KubernetesSettings) -> dict[str, Any]:
-    """A pod of the image that exits at once, unprivileged, with the runs' pull settings."""
+def check_pod(
+    image: str, name: str, check: str, settings: KubernetesSettings, read_out: str | None = None
+) -> dict[str, Any]:
+    """A pod of the image that exits at once, unprivileged, with the runs' pull settings.
+    With read_out, it prints that file first (READ_OUT_SCRIPT), with the rights of the
+    pod that copy_from_image would otherwise make (the file may be root's alone)."""
+    command = ["sh", "-c", "exit 0"]
+    security = PROBE_SECURITY_CONTEXT
+    if read_out is not None:
+        command = ["sh", "-c", READ_OUT_SCRIPT, "sh", read_out]
+        security = manifests.copy_security_context()
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -103,27 +129,46 @@ def check_pod(image: str, name: str, check: str, settings: KubernetesSettings) -
                     "name": "image",
                     "image": image,
                     "imagePullPolicy": settings.image_pull_policy,
-                    "command": ["sh", "-c", "exit 0"],
+                    "command": command,
                     "resources": PROBE_RESOURCES,
-                    "securityContext": PROBE_SECURITY_CONTEXT,
+                    "securityContext": security,
                 }
             ],
         },
     }
 
 
-def _state(pod: Any | None) -> ImageCheck | None:
+def _state(pod: Any | None, *, until_ended: bool = False) -> ImageCheck | None:
+    """The answer the pod gives, or None while it cannot tell yet. until_ended: a
+    container that runs is no answer yet (what it prints is not whole before it ends)."""
     if pod is None or pod.status is None:
         return None
     for status in pod.status.container_statuses or []:
         state = status.state
         if state is None:
             continue
-        if state.running is not None or state.terminated is not None:
+        if state.terminated is not None or (state.running is not None and not until_ended):
             return ImageCheck("present")
         if state.waiting is not None:
             return classify(state.waiting.reason, state.waiting.message)
     return None
+
+
+def decode_read_out(log: bytes) -> bytes | None:
+    """The file out of the check pod's log (READ_OUT_SCRIPT), or None unless the log is
+    base64 lines and then the end mark, nothing else."""
+    try:
+        lines = log.decode("ascii").split("\n")
+    except UnicodeDecodeError:
+        return None
+    if lines[-1:] == [""]:
+        lines.pop()
+    if lines[-1:] != [READ_OUT_END]:
+        return None
+    try:
+        return base64.b64decode("".join(lines[:-1]), validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def answer_file(server: str, settings: KubernetesSettings, image: str) -> Path:
@@ -173,20 +218,23 @@ def forget(settings: KubernetesSettings, image: str) -> None:
         return
 
 
-def check_image(settings: KubernetesSettings, image: str) -> ImageCheck:
+def check_image(
+    settings: KubernetesSettings, image: str, read_out: str | None = None
+) -> ImageCheck:
     """Ask a node whether it can get image, unless a node said so within ANSWER_SECONDS.
+    read_out: a file of the image that the pod, when there is one, reads out as well.
     BackendError when the API refuses the pod."""
     remembered = answer_file(_server(), settings, image)
     kept = read_answer(remembered, image, time.time())
     if kept is not None:
         return kept
-    found = _check_with_a_pod(settings, image)
+    found = _check_with_a_pod(settings, image, read_out)
     if found.verdict == "present":
         write_answer(remembered, image, time.time())
     return found
 
 
-def _check_with_a_pod(settings: KubernetesSettings, image: str) -> ImageCheck:
+def _check_with_a_pod(settings: KubernetesSettings, image: str, read_out: str | None) -> ImageCheck:
     from ssebench.backends.kubernetes.backend import _api, _call, delete_pod_now
 
     api = _api()
@@ -197,7 +245,7 @@ def _check_with_a_pod(settings: KubernetesSettings, image: str) -> ImageCheck:
         f"Cannot create the pod {name} that checks {image}",
         api.core.create_namespaced_pod,
         namespace,
-        check_pod(image, name, check, settings),
+        check_pod(image, name, check, settings, read_out),
     )
     try:
         deadline = time.monotonic() + CHECK_SECONDS
@@ -210,13 +258,37 @@ def _check_with_a_pod(settings: KubernetesSettings, image: str) -> ImageCheck:
                 namespace,
                 missing_ok=True,
             )
-            found = _state(pod)
+            found = _state(pod, until_ended=read_out is not None)
             if found is not None:
+                if found.verdict == "present" and read_out is not None:
+                    return replace(found, read_out=_read_out(namespace, name))
                 return found
             time.sleep(POLL_SECONDS)
         return ImageCheck("unknown", f"the node was still getting it after {CHECK_SECONDS:.0f} s")
     finally:
         delete_pod_now(namespace, name)
+
+
+def _read_out(namespace: str, name: str) -> bytes | None:
+    """The file the ended check pod printed; None when its log does not hold it whole.
+    The log is only a shortcut: an API error here costs the copy its own pod, no more."""
+    from ssebench.backends.kubernetes.backend import _api, _call
+
+    try:
+        response = _call(
+            f"Cannot read the output of the pod {name}",
+            _api().core.read_namespaced_pod_log,
+            name,
+            namespace,
+            container="image",
+            _preload_content=False,
+        )
+    except BackendError:
+        return None
+    try:
+        return decode_read_out(response.data)
+    finally:
+        response.release_conn()
 
 
 def unchecked_note(image: str, detail: str, out: TextIO | None = None) -> None:

@@ -335,13 +335,17 @@ def copy_pod(
                     "imagePullPolicy": settings.image_pull_policy,
                     "command": ["sh", "-c", COLLECTOR_SCRIPT, str(seconds)],
                     "resources": COLLECTOR_RESOURCES,
-                    "securityContext": _security_context(
-                        COLLECTOR_CAPABILITIES, read_only_root=True
-                    ),
+                    "securityContext": copy_security_context(),
                 }
             ],
         },
     }
+
+
+def copy_security_context() -> dict[str, Any]:
+    """A container that reads a file out of its image: root, allowed to read what only
+    root may (the reference patch), nothing to write."""
+    return _security_context(COLLECTOR_CAPABILITIES, read_only_root=True)
 
 
 def owner_references(job_name: str, job_uid: str) -> list[dict[str, Any]]:
