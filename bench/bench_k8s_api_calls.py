@@ -82,8 +82,7 @@ def forget_image_checks(*, kept: bool = False) -> None:
 
     from ssebench.backends.kubernetes import backend, image_check
 
-    backend._images_present.clear()
-    backend._reference_patches.clear()
+    backend._present_images.clear()
     if kept:
         return
     folder = image_check.answer_file("", backend.KubernetesBackend().settings, "").parent

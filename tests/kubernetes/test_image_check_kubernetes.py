@@ -86,3 +86,23 @@ def test_the_check_reads_the_reference_patch_out_whole(
     assert found.verdict == "present"
     assert in_the_image.startswith(b"diff --git") and found.read_out == in_the_image
     assert cluster.objects_of("ssebench.probe") == []
+
+
+def test_a_file_larger_than_the_log_read_keeps_nothing(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The image's Python (about 6.8 MB, so 9 MB of base64: under the kubelet's 10 MiB
+    rotation, whole in the log) is read only up to READ_OUT_LOG_BYTES, by the API
+    server: no end mark, nothing kept, and the node's answer stands."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    image = cluster.images["reference"]
+    size = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "stat", image,
+         "-L", "-c", "%s", "/usr/bin/python3"],
+        capture_output=True, check=True, text=True, timeout=120,
+    ).stdout  # fmt: skip
+    assert int(size) * 4 // 3 > image_check.READ_OUT_LOG_BYTES
+    settings = KubernetesSettings.from_environment()
+    found = image_check.check_image(settings, image, "/usr/bin/python3")
+    assert found.verdict == "present" and found.read_out is None
+    assert cluster.objects_of("ssebench.probe") == []

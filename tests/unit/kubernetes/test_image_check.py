@@ -58,7 +58,7 @@ def test_the_check_pod_has_the_runs_pull_settings_and_no_rights() -> None:
 
 
 def test_a_missing_image_is_one_line_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(backend, "_images_present", set())
+    monkeypatch.setattr(backend, "_present_images", {})
     monkeypatch.setattr(
         image_check,
         "check_image",
@@ -78,7 +78,7 @@ def test_a_missing_image_is_one_line_with_the_fix(monkeypatch: pytest.MonkeyPatc
 def test_when_the_node_cannot_tell_the_run_goes_on_with_a_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(backend, "_images_present", set())
+    monkeypatch.setattr(backend, "_present_images", {})
     answers = iter([ImageCheck("unknown", "401 Unauthorized"), ImageCheck("unknown", "again")])
     monkeypatch.setattr(
         image_check, "check_image", lambda settings, image, read_out=None: next(answers)
@@ -96,7 +96,7 @@ def test_when_the_node_cannot_tell_the_run_goes_on_with_a_line(
 
 
 def test_an_image_found_once_is_not_checked_again(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(backend, "_images_present", set())
+    monkeypatch.setattr(backend, "_present_images", {})
     checks: list[str] = []
 
     def present(settings: KubernetesSettings, image: str, read_out: str | None) -> ImageCheck:
@@ -166,6 +166,26 @@ def test_the_check_reads_out_a_file_that_survives_a_text_log(tmp_path: Path) -> 
     gone = subprocess.run([*command[:-1], str(tmp_path / "gone")], capture_output=True)
     assert gone.returncode == 0
     assert image_check.decode_read_out(gone.stdout + gone.stderr) is None
+
+
+def test_the_log_read_holds_a_secrets_worth_of_file_and_a_larger_one_keeps_nothing(
+    tmp_path: Path,
+) -> None:
+    """The log is read up to READ_OUT_LOG_BYTES (the API server cuts it there): the
+    script's output for a file as large as a Secret holds (1 MiB) fits whole; a larger
+    file's, cut at the limit, has no end mark, so nothing is kept."""
+    settings = KubernetesSettings(namespace="runs")
+    command = check_pod("r/x:1", "p", "1", settings, read_out="/f")["spec"]["containers"][0][
+        "command"
+    ]
+    for size, kept in ((1024 * 1024, True), (image_check.READ_OUT_LOG_BYTES, False)):
+        content = bytes(range(256)) * (size // 256)
+        (tmp_path / "file").write_bytes(content)
+        printed = subprocess.run(
+            [*command[:-1], str(tmp_path / "file")], capture_output=True, check=True
+        ).stdout
+        cut = printed[: image_check.READ_OUT_LOG_BYTES]
+        assert image_check.decode_read_out(cut) == (content if kept else None)
 
 
 def test_only_a_check_that_reads_out_has_the_copy_pods_rights() -> None:

@@ -20,6 +20,7 @@ import pytest
 from ssebench.backends.kubernetes import backend, manifests
 from ssebench.backends.kubernetes.backend import KubernetesBackend
 from ssebench.backends.kubernetes.config import KubernetesSettings
+from ssebench.backends.kubernetes.image_check import READ_OUT_LOG_BYTES
 from ssebench.errors import BackendError, ResultsGoneError
 from ssebench.extensions import IMAGE_REFERENCE_PATCH, REFERENCE_PATCH_TARGET, Mount
 from tests.unit.kubernetes.test_backend import install_api, request
@@ -108,7 +109,9 @@ class RecordingApi:
             if method == "read_namespaced_pod":
                 return self.pod_after_exit
             if method == "read_namespaced_pod_log" and str(args[0]).startswith("ssebench-probe-"):
-                return SimpleNamespace(data=self.check_log, release_conn=lambda: None)
+                # The API server's cut at limitBytes.
+                data = self.check_log[: kwargs.get("limit_bytes")]
+                return SimpleNamespace(data=data, release_conn=lambda: None)
             if method == "read_namespaced_pod_log":
                 return SimpleNamespace(stream=lambda size: iter([b"ssebench: result: passed\n"]))
             return SimpleNamespace(items=[])
@@ -121,8 +124,7 @@ def api(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> RecordingApi:
     api = RecordingApi()
     install_api(monkeypatch, api)
     monkeypatch.setattr(backend.time, "sleep", lambda seconds: None)
-    monkeypatch.setattr(backend, "_images_present", set())
-    monkeypatch.setattr(backend, "_reference_patches", {})
+    monkeypatch.setattr(backend, "_present_images", {})
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
     def exec_stream(
@@ -236,8 +238,7 @@ def test_a_whole_reference_run_costs_fourteen_requests_checked_or_not(
 
     api.requests.clear()
     api.lists = 0
-    monkeypatch.setattr(backend, "_images_present", set())  # another process
-    monkeypatch.setattr(backend, "_reference_patches", {})
+    monkeypatch.setattr(backend, "_present_images", {})  # another process
     reference_run(kubernetes, tmp_path / "again")
     assert api.requests == [*COPY, *RUN]
     assert (tmp_path / "again" / RUN_ID / "reference.patch").read_bytes() == b"the patch"
@@ -250,6 +251,8 @@ def test_a_whole_reference_run_costs_fourteen_requests_checked_or_not(
         b"sh: base64: not found\n",  # an image without base64
         b"dGhlIHBhdGNo\nsh: 1: cannot open /ssebench/task/reference.patch\nssebench: read out\n",
         b"\xff\xfe\nssebench: read out\n",
+        # whole, but longer than the log is read: the API server cuts the end mark off
+        base64.encodebytes(b"x" * READ_OUT_LOG_BYTES) + b"ssebench: read out\n",
     ],
 )
 def test_a_check_log_without_the_whole_patch_leaves_the_copy_its_own_pod(

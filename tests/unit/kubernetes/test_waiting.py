@@ -12,6 +12,7 @@ import pytest
 
 from ssebench.backends.kubernetes import backend, manifests
 from ssebench.backends.kubernetes.backend import POLL_MAX_SECONDS, POLL_SECONDS, _Pace
+from ssebench.backends.kubernetes.image_check import ImageCheck
 from ssebench.extensions import RunHandle
 
 
@@ -198,7 +199,7 @@ def test_a_run_that_cannot_pull_its_image_forgets_the_image_checks_answer(
     )
     kubernetes = backend.KubernetesBackend()
     key = f"{kubernetes.namespace}/{kubernetes.settings.image_pull_policy}/r/x:1"
-    monkeypatch.setattr(backend, "_images_present", {key})
+    monkeypatch.setattr(backend, "_present_images", {key: ImageCheck("present")})
     stuck = pod("1", waiting="ErrImageNeverPull")
     started = clock.now
     with pytest.raises(backend.BackendError, match="cannot pull its image: ErrImageNeverPull"):
@@ -206,7 +207,7 @@ def test_a_run_that_cannot_pull_its_image_forgets_the_image_checks_answer(
             lambda: stuck, manifests.TASK_CONTAINER, "the run r", image="r/x:1"
         )
     assert clock.now - started <= backend.PULL_ERROR_SECONDS + backend.START_POLL_MAX_SECONDS
-    assert forgotten == ["r/x:1"] and key not in backend._images_present
+    assert forgotten == ["r/x:1"] and key not in backend._present_images
 
 
 def test_a_run_whose_output_this_process_follows_is_first_read_when_it_ends(

@@ -103,12 +103,10 @@ _log_threads_lock = threading.Lock()
 # Runs this process deleted because they outlived a stop's grace ("namespace/job"), so
 # a wait that starts after the pod is gone still reports them as killed.
 _killed: set[str] = set()
-# Images a node of this process's checks could get ("namespace/pull policy/image"):
-# the runs of an evaluation check each image once.
-_images_present: set[str] = set()
-# The reference patches that an image check read out ("namespace/pull policy/image"):
-# copy_from_image takes them from here instead of making a pod (image_check).
-_reference_patches: dict[str, bytes] = {}
+# The checks of this process whose node could get the image ("namespace/pull
+# policy/image"): the runs of an evaluation check each image once, and copy_from_image
+# takes the reference patch that a check read out (its read_out) instead of making a pod.
+_present_images: dict[str, image_check.ImageCheck] = {}
 # The pod as wait last read it, its task container exited ("namespace/pod"): the
 # read-out that follows takes it from here instead of reading it again.
 _exited_pods: dict[str, Any] = {}
@@ -418,7 +416,7 @@ class KubernetesBackend(Backend):
             raise UserError("The kubernetes backend cannot build images; pass --prebuilt")
         published = prebuilt_images(request)
         key = self._image_key(published.run)
-        if key in _images_present:
+        if key in _present_images:
             return published
         # A reference run copies the patch out of the image next: the check reads it.
         read_out = IMAGE_REFERENCE_PATCH if request.agent == REFERENCE_AGENT else None
@@ -439,9 +437,7 @@ class KubernetesBackend(Backend):
         if found.verdict == "unknown":
             image_check.unchecked_note(published.run, found.detail)
         else:
-            _images_present.add(key)
-        if found.read_out is not None:
-            _reference_patches[key] = found.read_out
+            _present_images[key] = found
         return published
 
     def _image_key(self, image: str) -> str:
@@ -449,8 +445,7 @@ class KubernetesBackend(Backend):
 
     def _forget_image(self, image: str) -> None:
         """The nodes could not pull image after all: check it again next time."""
-        _images_present.discard(self._image_key(image))
-        _reference_patches.pop(self._image_key(image), None)
+        _present_images.pop(self._image_key(image), None)
         image_check.forget(self.settings, image)
 
     def copy_from_image(
@@ -462,9 +457,9 @@ class KubernetesBackend(Backend):
         *,
         labels: Mapping[str, str] | None = None,
     ) -> None:
-        kept = _reference_patches.get(self._image_key(image))
-        if path == IMAGE_REFERENCE_PATCH and kept is not None:
-            dest.write_bytes(kept)  # read out by the image's check (prepare_images)
+        checked = _present_images.get(self._image_key(image))
+        if path == IMAGE_REFERENCE_PATCH and checked and checked.read_out is not None:
+            dest.write_bytes(checked.read_out)  # read out by the image's check (prepare_images)
             return
         api = _api()
         namespace = self.namespace

@@ -67,6 +67,11 @@ ANSWER_SECONDS = 3600
 READ_OUT_END = "ssebench: read out"
 # The check's command when it reads out a file ("$1"): the file, then the end mark.
 READ_OUT_SCRIPT = f'base64 < "$1" && echo "{READ_OUT_END}"; exit 0'
+# The most of the check pod's log that is read (the API server cuts it there): the
+# base64 of a file as large as a Secret can hold (1 MiB), with its line ends and the end
+# mark. A larger file leaves a log without the mark, so nothing is kept, and the copy
+# takes its own pod.
+READ_OUT_LOG_BYTES = 2 * 1024 * 1024
 
 Verdict = Literal["present", "missing", "unknown"]
 
@@ -270,8 +275,9 @@ def _check_with_a_pod(settings: KubernetesSettings, image: str, read_out: str | 
 
 
 def _read_out(namespace: str, name: str) -> bytes | None:
-    """The file the ended check pod printed; None when its log does not hold it whole.
-    The log is only a shortcut: an API error here costs the copy its own pod, no more."""
+    """The file the ended check pod printed; None when its log does not hold it whole
+    within READ_OUT_LOG_BYTES. The log is only a shortcut: an API error here costs the
+    copy its own pod, no more."""
     from ssebench.backends.kubernetes.backend import _api, _call
 
     try:
@@ -281,6 +287,7 @@ def _read_out(namespace: str, name: str) -> bytes | None:
             name,
             namespace,
             container="image",
+            limit_bytes=READ_OUT_LOG_BYTES,
             _preload_content=False,
         )
     except BackendError:
