@@ -9,7 +9,10 @@ ru_maxrss, by wait4), and on Kubernetes the API requests per run.
 The figure is the larger N's wall time against the smaller N's scaled linearly
 (wall(small) x large/small): 1.00x is linear growth, above it the runs get slower as
 there are more of them. The per-phase profile (eval_profiled.py: the backend's calls
-timed, the pod's own timestamps) is printed for each evaluation.
+timed, the pod's own timestamps; on Kubernetes also a watch of the pods, for when the
+node reported each start) is printed for each evaluation. Each evaluation is a first
+one of its images (a cache folder of its own), and the next begins once the cluster has
+removed the last one's pods.
 
 The images are published once into the local store under BENCH_REGISTRY (`ssebench
 images publish --load docker`), which both backends run with --prebuilt. It needs
@@ -27,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -92,22 +96,100 @@ class Evaluation:
         return (sum(self.profile["requests"].values()) - self.probe_requests) / self.runs
 
 
+class StatusWatch:
+    """When the API server first had each run pod's task container started (running or
+    ended), by a watch of the namespace's pods (kubectl, with the bench's own rights: the
+    backend's Role grants no watch). Against the container's own start, this is the
+    node's report; against when start() saw it, the backend's looks."""
+
+    def __init__(self, pod_prefix: str) -> None:
+        self.pod_prefix = pod_prefix
+        self.reported: dict[str, tuple[float, float]] = {}  # pod: (started, reported)
+        namespace = os.environ.get("SSEBENCH_K8S_NAMESPACE", "ssebench")
+        self.process = subprocess.Popen(
+            ["kubectl", "get", "pods", "-n", namespace, "--watch", "-o", "json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        lines: list[str] = []
+        for line in self.process.stdout:
+            lines.append(line)
+            if line.rstrip() != "}":  # kubectl ends each object with "}" in column 0
+                continue
+            now = time.time()
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                self._note(json.loads("".join(lines)), now)
+            lines = []
+
+    def _note(self, pod: dict, now: float) -> None:
+        name = pod["metadata"]["name"]
+        if not name.startswith(self.pod_prefix) or name in self.reported:
+            return
+        for status in pod["status"].get("containerStatuses") or []:
+            state = status["state"]
+            began = (state.get("running") or state.get("terminated") or {}).get("startedAt")
+            if status["name"] == "task" and began:
+                started = datetime.fromisoformat(began.replace("Z", "+00:00")).timestamp()
+                self.reported[name] = (started, now)
+
+    def stop(self) -> float | None:
+        """The mean seconds from a task container's start to its report (None: no pod)."""
+        self.process.terminate()
+        self.process.wait()
+        self.reader.join(10)
+        delays = [reported - started for started, reported in self.reported.values()]
+        return sum(delays) / len(delays) if delays else None
+
+
+def settle(pod_prefix: str, seconds: float = 300.0) -> None:
+    """Wait until the cluster has removed the evaluation's pods (ssebench run returns
+    once the Job's deletion is asked, and the rest goes on in the background): on this
+    machine that work shares the cores with the next evaluation, Docker's included."""
+    namespace = os.environ.get("SSEBENCH_K8S_NAMESPACE", "ssebench")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        listed = subprocess.run(
+            ["kubectl", "get", "pods", "-n", namespace, "-o", "name"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        if not any(name.removeprefix("pod/").startswith(pod_prefix) for name in listed):
+            return
+        time.sleep(2)
+    print(f"  (pods of {pod_prefix}* still there after {seconds:.0f} s)", flush=True)
+
+
 def evaluate(backend: str, dataset: Path, tasks: list[str], results: Path) -> Evaluation:
-    """One `ssebench eval` of tasks on backend, in a process of its own."""
+    """One `ssebench eval` of tasks on backend, in a process of its own, as a first
+    evaluation of its images: with a cache folder of its own, so no kept answer of an
+    image check (or of the NetworkPolicy probe) from an earlier one spares it a pod."""
     out = results / "profile.json"
+    prefix = f"scale-{secrets.token_hex(3)}"
     argv = [
         *PROFILED,
         str(out),
         *("--backend", backend, "--prebuilt", "--dataset", str(dataset)),
         *("--tasks", *tasks, "--agent", "reference", "--jobs", str(JOBS[backend])),
-        *("--results", str(results), "--run-id-prefix", f"scale-{secrets.token_hex(3)}"),
+        *("--results", str(results), "--run-id-prefix", prefix),
     ]
-    env = {**os.environ, "SSEBENCH_REGISTRY": BENCH_REGISTRY}
+    env = {
+        **os.environ,
+        "SSEBENCH_REGISTRY": BENCH_REGISTRY,
+        "XDG_CACHE_HOME": str(results / "cache"),
+    }
     if backend == "kubernetes":
         env.setdefault("SSEBENCH_K8S_RESOURCES", TINY_RESOURCES)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT / "bench"), *filter(None, [env.get("PYTHONPATH")])]
     )
+    watch = StatusWatch(f"ssebench-{prefix}-") if backend == "kubernetes" else None
     started = time.perf_counter()
     process = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -116,6 +198,9 @@ def evaluate(backend: str, dataset: Path, tasks: list[str], results: Path) -> Ev
     output = process.stdout.read()
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
+    reported = watch.stop() if watch is not None else None
+    if backend == "kubernetes":
+        settle(f"ssebench-{prefix}-")
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise RuntimeError(f"eval on {backend} exited {process.returncode}: {output[-1500:]}")
@@ -126,6 +211,7 @@ def evaluate(backend: str, dataset: Path, tasks: list[str], results: Path) -> Ev
         raise RuntimeError(f"eval on {backend}: not every run passed: {counts}")
     profile = json.loads(out.read_text())
     profile["grade"], profile["container"] = grade_seconds(results)
+    profile["reported"] = reported
     # ru_maxrss is in KiB on Linux.
     return Evaluation(backend, len(tasks), wall, usage.ru_maxrss / 1024, profile)
 
@@ -156,11 +242,19 @@ def phases(found: Evaluation) -> str:
             if request.startswith("POST ") and "/pods" not in request
         )
         pods = found.profile["pods"]
-        scheduling = sum(pod["scheduled"] - pod["created"] for pod in pods)
-        starting = sum(pod["started"] - pod["scheduled"] for pod in pods)
         parts["create (3 objects)"] = creates
-        parts["schedule (pod timestamps)"] = scheduling
-        parts["start (init, containers)"] = starting
+        # From start()'s first look on, a chain that adds up to its wait: the pod's
+        # timestamps are whole seconds (cut, not rounded), so each of the three middle
+        # links is off by up to a second, the chain's sum is not.
+        parts["pod made (Job controller)"] = sum(
+            pod["created"] - pod["waited_from"] for pod in pods
+        )
+        parts["schedule (pod timestamps)"] = sum(pod["scheduled"] - pod["created"] for pod in pods)
+        parts["start (containers)"] = sum(pod["started"] - pod["scheduled"] for pod in pods)
+        parts["until start() saw it"] = sum(pod["seen"] - pod["started"] for pod in pods)
+        if found.profile["reported"] is not None:
+            # A mean already: times runs, as the parts are divided by them below.
+            parts["of it, until the node reported it (a watch)"] = found.profile["reported"] * runs
         parts["start(), in all"] = seconds.get("start", 0.0)
     else:
         parts["copy of the patch"] = seconds.get("copy_from_image", 0.0)

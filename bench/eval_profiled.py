@@ -7,7 +7,8 @@ OUT.json gets, summed over the evaluation's runs: the seconds of each backend ca
 (prepare_images, copy_from_image, start, wait, collect_results, cleanup), how many
 there were, and on Kubernetes the API requests by verb and path, the seconds of the
 three creates of each run, and each run pod's scheduling and start (from the pod's own
-timestamps, whole seconds). The process is the evaluation itself (the CLI's main in
+timestamps, whole seconds) between the moments start() began to wait for it and saw it
+started. The process is the evaluation itself (the CLI's main in
 this process), so its peak memory is the evaluation's.
 """
 
@@ -46,16 +47,20 @@ def profile(backend_class: type, seconds: dict[str, float], calls: Counter[str])
 
 def pod_timestamps(pods: list[dict[str, float]]) -> None:
     """Keep each run pod's creation, scheduling and task start as the backend saw it
-    when its task container had started."""
+    when its task container had started, and when the backend began to wait for that
+    (after the run's creates) and saw it (this machine's clock, as the cluster's is:
+    the cluster runs on it)."""
     from ssebench.backends.kubernetes import manifests
     from ssebench.backends.kubernetes.backend import KubernetesBackend
 
     original = KubernetesBackend._wait_until_started
 
     def seen(self: Any, find_pod: Any, container: str, *args: Any, **kwargs: Any) -> Any:
+        waited_from = time.time()
         pod = original(self, find_pod, container, *args, **kwargs)
         if container != manifests.TASK_CONTAINER:
             return pod
+        seen_at = time.time()
         try:
             created = pod.metadata.creation_timestamp.timestamp()
             scheduled = next(
@@ -67,9 +72,11 @@ def pod_timestamps(pods: list[dict[str, float]]) -> None:
             state = task.state.running or task.state.terminated
             pods.append(
                 {
+                    "waited_from": waited_from,
                     "created": created,
                     "scheduled": scheduled,
                     "started": state.started_at.timestamp(),
+                    "seen": seen_at,
                 }
             )
         except (AttributeError, StopIteration, TypeError):
