@@ -96,6 +96,13 @@ class Evaluation:
         return (sum(self.profile["requests"].values()) - self.probe_requests) / self.runs
 
 
+def runs_namespace() -> str:
+    """The namespace the backend runs in, by its own reading of the environment."""
+    from ssebench.backends.kubernetes.config import KubernetesSettings
+
+    return KubernetesSettings.from_environment().namespace
+
+
 class StatusWatch:
     """When the API server first had each run pod's task container started (running or
     ended), by a watch of the namespace's pods (kubectl, with the bench's own rights: the
@@ -105,9 +112,8 @@ class StatusWatch:
     def __init__(self, pod_prefix: str) -> None:
         self.pod_prefix = pod_prefix
         self.reported: dict[str, tuple[float, float]] = {}  # pod: (started, reported)
-        namespace = os.environ.get("SSEBENCH_K8S_NAMESPACE", "ssebench")
         self.process = subprocess.Popen(
-            ["kubectl", "get", "pods", "-n", namespace, "--watch", "-o", "json"],
+            ["kubectl", "get", "pods", "-n", runs_namespace(), "--watch", "-o", "json"],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -151,7 +157,7 @@ def settle(pod_prefix: str, seconds: float = 300.0) -> None:
     """Wait until the cluster has removed the evaluation's pods (ssebench run returns
     once the Job's deletion is asked, and the rest goes on in the background): on this
     machine that work shares the cores with the next evaluation, Docker's included."""
-    namespace = os.environ.get("SSEBENCH_K8S_NAMESPACE", "ssebench")
+    namespace = runs_namespace()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         listed = subprocess.run(
@@ -189,7 +195,8 @@ def evaluate(backend: str, dataset: Path, tasks: list[str], results: Path) -> Ev
     env["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT / "bench"), *filter(None, [env.get("PYTHONPATH")])]
     )
-    watch = StatusWatch(f"ssebench-{prefix}-") if backend == "kubernetes" else None
+    pod_prefix = f"ssebench-{prefix}-"  # the run pods' names: ssebench-<run id>-...
+    watch = StatusWatch(pod_prefix) if backend == "kubernetes" else None
     started = time.perf_counter()
     process = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -200,7 +207,7 @@ def evaluate(backend: str, dataset: Path, tasks: list[str], results: Path) -> Ev
     wall = time.perf_counter() - started
     reported = watch.stop() if watch is not None else None
     if backend == "kubernetes":
-        settle(f"ssebench-{prefix}-")
+        settle(pod_prefix)
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise RuntimeError(f"eval on {backend} exited {process.returncode}: {output[-1500:]}")
