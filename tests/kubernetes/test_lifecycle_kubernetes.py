@@ -246,16 +246,28 @@ def test_a_run_whose_pod_is_deleted_is_recorded_without_a_grade(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     run_id = new_run_id("podgone")
-    process = started_sleeper(tmp_path, run_id)
+    printed = tmp_path / "runner-output.txt"
+    with printed.open("w") as runner_output:
+        process = start_ssebench(
+            *run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, tmp_path, *K8S, "--prebuilt"),
+            output=runner_output,
+        )
     try:
+        # The runner prints the task container's output once start() has the run's pod:
+        # deleted sooner, the pod may be gone before start() looks, and a replacement
+        # that a cluster before 1.26 makes would run the task again.
+        wait_until(
+            lambda: "sleeper: sleeping" in printed.read_text(), "the runner to follow the agent"
+        )
         cluster.admin(
             "delete", "pod", "-n", cluster.namespace, "-l", f"{RUN_ID_LABEL}={run_id}",
             "--wait=false",
         )  # fmt: skip
-        output, _ = process.communicate(timeout=180)
+        process.wait(timeout=180)
     finally:
         process.kill()
         process.wait()
+    output = printed.read_text()
     assert process.returncode == 0, output[-3000:]  # as any run without a grade
     status, run_dir = last_line_verdict(output)
     assert status == "error"

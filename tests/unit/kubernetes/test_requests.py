@@ -154,12 +154,13 @@ def one_run(tmp_path: Path, *, keep: bool = False) -> KubernetesBackend:
 
 
 RUN = [
-    # start: the three objects, then the pod until its task container runs
+    # start: the three objects, then the Job's pod until its task container runs (found
+    # by a list, then read by name)
     "create_namespaced_job",
     "create_namespaced_network_policy",
     "create_namespaced_secret",
     "list_namespaced_pod",
-    "list_namespaced_pod",
+    "read_namespaced_pod",
     # the output, followed to its end
     "read_namespaced_pod_log",
     # wait: one read of the pod, which has exited (collect_results reuses it)

@@ -187,6 +187,69 @@ def test_the_run_is_the_pod_it_started_in_not_a_replacement(
         kubernetes.collect_results(handle, Path("/nonexistent"))
 
 
+class PodsOfAJob:
+    """The pods of the Job ssebench-r as the API server shows them at each look: the
+    run's first pod, then (from a given look on) that pod deleting and a replacement
+    that the Job controller of a cluster before 1.26 made beside it."""
+
+    def __init__(self, *, first_started: bool, deleted_at_look: int) -> None:
+        self.looks = 0
+        self.first = self._pod("ssebench-r-first", 1, started=first_started)
+        self.replacement = self._pod("ssebench-r-again", 2, started=True)
+        self.deleted_at_look = deleted_at_look
+
+    @staticmethod
+    def _pod(name: str, created: int, *, started: bool) -> Any:
+        made = pod("1") if started else pod("1", waiting="ContainerCreating")
+        made.metadata.name, made.metadata.creation_timestamp = name, created
+        made.metadata.labels = {"job-name": "ssebench-r"}
+        return made
+
+    def list(self, namespace: str, selector: str) -> list[Any]:
+        self.looks += 1
+        if self.looks < self.deleted_at_look:
+            return [self.first]
+        self.first.metadata.deletion_timestamp = "now"
+        return [self.replacement, self.first]
+
+    def read(self, handle: RunHandle) -> Any:
+        self.looks += 1
+        found = {pod.metadata.name: pod for pod in self.list("ns", "")}
+        return found.get(handle.details[backend.POD_DETAIL])
+
+
+@pytest.mark.parametrize(("first_started", "deleted_at_look"), [(False, 2), (True, 1), (True, 2)])
+def test_start_waits_on_the_jobs_first_pod_not_a_replacement(
+    monkeypatch: pytest.MonkeyPatch, clock: Clock, first_started: bool, deleted_at_look: int
+) -> None:
+    """Deleted before its task container started, the run fails to start (it does not
+    go on in the replacement); deleted once it started, it is that pod (wait reports it
+    killed)."""
+    pods = PodsOfAJob(first_started=first_started, deleted_at_look=deleted_at_look)
+    kubernetes = backend.KubernetesBackend()
+    monkeypatch.setattr(kubernetes, "_pods", pods.list)
+    monkeypatch.setattr(kubernetes, "_run_pod", pods.read)
+    handle = RunHandle(
+        backend="kubernetes", run_id="r", name="ssebench-r", details={"namespace": "ns"}
+    )
+    find = kubernetes._first_pod_of(handle)
+    if not first_started:
+        with pytest.raises(backend.BackendError, match="the run r was deleted before it started"):
+            kubernetes._wait_until_started(find, manifests.TASK_CONTAINER, "the run r")
+        return
+    started = kubernetes._wait_until_started(find, manifests.TASK_CONTAINER, "the run r")
+    assert started.metadata.name == "ssebench-r-first"
+
+
+def test_a_pod_that_goes_before_its_container_started_ends_the_wait_at_once(
+    clock: Clock,
+) -> None:
+    looks = iter([pod("1", waiting="ContainerCreating"), None])
+    with pytest.raises(backend.BackendError, match="the copy pod was deleted before it started"):
+        backend.KubernetesBackend()._wait_until_started(lambda: next(looks), "copy", "the copy pod")
+    assert clock.sleeps == [backend.START_POLL_MAX_SECONDS] * 2
+
+
 def test_a_run_that_cannot_pull_its_image_forgets_the_image_checks_answer(
     clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -257,9 +257,13 @@ def _pending_reason(pod: Any | None, container: str) -> str:
     return f"the pod is {(pod.status and pod.status.phase) or 'pending'}"
 
 
-def _newest(pods: Iterable[Any]) -> Any | None:
+def _oldest(pods: list[Any]) -> Any | None:
+    return min(pods, key=lambda pod: pod.metadata.creation_timestamp or 0, default=None)
+
+
+def _newest(pods: list[Any]) -> Any | None:
     alive = [pod for pod in pods if pod.metadata.deletion_timestamp is None]
-    candidates = alive or list(pods)
+    candidates = alive or pods
     if not candidates:
         return None
     return max(candidates, key=lambda pod: pod.metadata.creation_timestamp or 0)
@@ -559,7 +563,7 @@ class KubernetesBackend(Backend):
                 details={"namespace": namespace, "keep": str(spec.keep).lower()},
             )
             pod = self._wait_until_started(
-                lambda: self._pod(handle),
+                self._first_pod_of(handle),
                 manifests.TASK_CONTAINER,
                 f"the run {spec.run_id}",
                 image=spec.image,
@@ -570,8 +574,6 @@ class KubernetesBackend(Backend):
                     self._remove(namespace, name, spec.run_id, pod="")
             raise
         _start_output_thread(namespace, pod.metadata.name)
-        # The run is this pod: a pod the Job controller makes after it is deleted (as
-        # clusters before 1.26 do) runs the task again and is not the run.
         return RunHandle(
             backend=self.name,
             run_id=spec.run_id,
@@ -602,6 +604,7 @@ class KubernetesBackend(Backend):
         image: a run's, whose answer of the image check is forgotten on pull errors."""
         started = time.monotonic()
         pulling_since: float | None = None
+        seen = False
         while True:
             time.sleep(START_POLL_MAX_SECONDS)
             pod = find_pod()
@@ -610,6 +613,9 @@ class KubernetesBackend(Backend):
             state = status.state if status is not None else None
             if state is not None and (state.running is not None or state.terminated is not None):
                 return pod
+            if (seen and pod is None) or (pod is not None and pod.metadata.deletion_timestamp):
+                raise BackendError(f"{what} was deleted before it started", backend=self.name)
+            seen = seen or pod is not None
             if pod is not None and pod.status and pod.status.phase in ("Failed", "Succeeded"):
                 raise BackendError(
                     f"{what} ended before it started: {_pending_reason(pod, container)}",
@@ -643,8 +649,30 @@ class KubernetesBackend(Backend):
         )
         return list(found.items)
 
-    def _pod(self, handle: RunHandle) -> Any | None:
-        """The run's newest pod, or None."""
+    def _first_pod_of(self, handle: RunHandle) -> Callable[[], Any | None]:
+        """What start waits on: the Job's oldest pod, then always that pod, by name.
+        The run is its first pod: one that the Job controller makes after it is deleted
+        (clusters before 1.26 do) runs the task again and is not the run. Only a first
+        pod deleted and gone between two looks of start (2 s) goes unseen; its
+        replacement is then the run."""
+        followed = handle
+
+        def first_pod() -> Any | None:
+            nonlocal followed
+            if followed is not handle:
+                return self._run_pod(followed)
+            pod = self._pod(handle, pick=_oldest)
+            if pod is not None:
+                details = {**handle.details, POD_DETAIL: str(pod.metadata.name)}
+                followed = replace(handle, details=details)
+            return pod
+
+        return first_pod
+
+    def _pod(
+        self, handle: RunHandle, pick: Callable[[list[Any]], Any | None] = _newest
+    ) -> Any | None:
+        """The run's newest pod (or as pick chooses), or None."""
         namespace = self._namespace_of(handle)
         if not is_label_value(handle.run_id):
             return None
@@ -652,8 +680,8 @@ class KubernetesBackend(Backend):
             namespace,
             f"{manifests.MANAGED_BY}={manifests.MANAGED_BY_VALUE},{RUN_ID}={handle.run_id}",
         )
-        return _newest(
-            pod for pod in pods if (pod.metadata.labels or {}).get("job-name") == handle.name
+        return pick(
+            [pod for pod in pods if (pod.metadata.labels or {}).get("job-name") == handle.name]
         )
 
     def _run_pod(self, handle: RunHandle) -> Any | None:
