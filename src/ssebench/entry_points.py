@@ -15,7 +15,11 @@ import importlib
 import os
 import re
 import sys
-from typing import Any
+
+# typing.TYPE_CHECKING without importing typing: see cli/main.py.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _VALUE = re.compile(r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?(\[.*\]\s*)?$")
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ssebench import labels as _labels  # the strings (see there why)
 from ssebench.errors import BackendError, ImageUnavailableError, ResultsGoneError, UserError
 
 if TYPE_CHECKING:  # image_layers is built on this module
@@ -91,32 +92,32 @@ IMAGE_REFERENCE_PATCH = "/ssebench/task/reference.patch"
 # --- run labels (spec, "Labels"; docs/writing-a-backend.md, "Run labels") -------------
 # Set by the runner, in RunSpec.labels: a backend puts them on the object the run waits
 # for (the environment container in sidecar mode) and list_runs selects on them.
-RUN_ID_LABEL = "ssebench.run-id"
-WEBUI_LABEL = "ssebench.webui"  # "true" on every run; `ssebench runs list` selects on it
-TASK_ID_LABEL = "ssebench.task-id"
-MODEL_LABEL = "ssebench.model"  # the model, or "none"
-AGENT_LABEL = "ssebench.agent"
-RESULTS_LABEL = "ssebench.results"  # the run directory on the runner's host
-REFERENCE_RUN_LABEL = "ssebench.reference-run"  # "true" for a reference run only
+RUN_ID_LABEL = _labels.RUN_ID
+WEBUI_LABEL = _labels.WEBUI  # "true" on every run; `ssebench runs list` selects on it
+TASK_ID_LABEL = _labels.TASK_ID
+MODEL_LABEL = _labels.MODEL  # the model, or "none"
+AGENT_LABEL = _labels.AGENT
+RESULTS_LABEL = _labels.RESULTS  # the run directory on the runner's host
+REFERENCE_RUN_LABEL = _labels.REFERENCE_RUN  # "true" for a reference run only
 # Set by the backend, from SidecarPair.run_id: both containers and both volumes of a
 # sidecar run, so that stop and cleanup find the whole pair.
-PAIR_LABEL = "ssebench.run"
+PAIR_LABEL = _labels.PAIR
 # Set by the backend on everything a run makes, for `ssebench runs prune`, which removes
 # a run whose deadline passed or whose runner process is gone (see abandoned_reason in
 # the CLI): when the run must have ended by itself even if its runner died (Unix time,
 # seconds: start + RunSpec.timeout + slack), and which process started it.
-DEADLINE_LABEL = "ssebench.deadline"
-RUNNER_HOST_LABEL = "ssebench.runner-host"  # socket.gethostname() of the runner
-RUNNER_PID_LABEL = "ssebench.runner-pid"  # os.getpid() of the runner
+DEADLINE_LABEL = _labels.DEADLINE
+RUNNER_HOST_LABEL = _labels.RUNNER_HOST  # socket.gethostname() of the runner
+RUNNER_PID_LABEL = _labels.RUNNER_PID  # os.getpid() of the runner
 # Set by the backend: "true" for a run started with RunSpec.keep. Prune never removes
 # it; `ssebench runs remove` does.
-KEEP_LABEL = "ssebench.keep"
+KEEP_LABEL = _labels.KEEP
 # Set by the backend on a short-lived container of a run that is not the run itself
 # (copy_from_image's), beside the run's labels, so prune finds it and lists skip it.
-HELPER_LABEL = "ssebench.helper"
+HELPER_LABEL = _labels.HELPER
 # Set by the backend when the runner is not root (uid:gid): the container makes the run
 # directory root's, and whoever removes the run gives it back to this owner.
-RESULTS_OWNER_LABEL = "ssebench.results-owner"
+RESULTS_OWNER_LABEL = _labels.RESULTS_OWNER
 # In RunSpec.env when the runner is not root: uid:gid, as the container sees them, to
 # whom the entrypoint gives the run directory back at the end (the container makes it
 # root's while it runs). A backend whose containers map IDs (rootless Podman: this
@@ -130,7 +131,7 @@ RESULTS_OWNER_VARIABLE = "SSE_RESULTS_OWNER"
 PARALLEL_RUNS_VARIABLE = "SSEBENCH_PARALLEL_RUNS"
 
 # What `ssebench runs list` asks list_runs for.
-LISTED_RUNS = {WEBUI_LABEL: "true"}
+LISTED_RUNS = _labels.LISTED_RUNS
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """Label keys that tools use to find runs (spec, "Labels"), and how prune judges them.
 
-The public keys, with what each means and who sets it, are in ssebench.extensions
-(*_LABEL); the short names here are the same strings, for the harness's own modules.
+The strings are here, and ssebench.extensions gives them to extension authors as
+*_LABEL, with what each means and who sets it. They are here and not there so that
+`ssebench runs list` reads them without importing the extension API, whose dataclasses
+cost a third of that command's start-up (docs/performance.md).
 Every run the runner starts carries WEBUI=true, which is what `ssebench runs list`
 selects on; the sidecar pair's containers and volumes also carry PAIR.
 """
@@ -10,23 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ssebench import extensions
 from ssebench.host_processes import process_exists
 
-RUN_ID = extensions.RUN_ID_LABEL
-WEBUI = extensions.WEBUI_LABEL
-TASK_ID = extensions.TASK_ID_LABEL
-MODEL = extensions.MODEL_LABEL
-AGENT = extensions.AGENT_LABEL
-RESULTS = extensions.RESULTS_LABEL
-REFERENCE_RUN = extensions.REFERENCE_RUN_LABEL
-PAIR = extensions.PAIR_LABEL
-DEADLINE = extensions.DEADLINE_LABEL
-RUNNER_HOST = extensions.RUNNER_HOST_LABEL
-RUNNER_PID = extensions.RUNNER_PID_LABEL
-HELPER = extensions.HELPER_LABEL
-RESULTS_OWNER = extensions.RESULTS_OWNER_LABEL
-KEEP = extensions.KEEP_LABEL
+RUN_ID = "ssebench.run-id"
+WEBUI = "ssebench.webui"
+TASK_ID = "ssebench.task-id"
+MODEL = "ssebench.model"
+AGENT = "ssebench.agent"
+RESULTS = "ssebench.results"
+REFERENCE_RUN = "ssebench.reference-run"
+PAIR = "ssebench.run"
+DEADLINE = "ssebench.deadline"
+RUNNER_HOST = "ssebench.runner-host"
+RUNNER_PID = "ssebench.runner-pid"
+KEEP = "ssebench.keep"
+HELPER = "ssebench.helper"
+RESULTS_OWNER = "ssebench.results-owner"
 # The SHA-256 of a run's model key (the form the proxy's admin API accepts with the
 # master key only): `ssebench runs prune` revokes the key of a run whose runner died.
 KEY_SHA256 = "ssebench.key-sha256"

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from ssebench.cli.main import COMMANDS, build_parser
+from tests.unit.test_docker_engine import FakeDaemon, http_answer
 
 HEAVY = ("kubernetes", "starlette", "uvicorn", "yaml", "urllib.request", "http.client")
 # What listing runs does not need: the image builds, the Docker backend's run, archive,
@@ -107,6 +110,51 @@ def test_listing_runs_imports_only_what_listing_needs(words: list[str]) -> None:
     loaded = set(json.loads(done.stdout))
     assert "ssebench.backends.docker.listing" in loaded
     assert not [name for name in loaded if name.startswith(NOT_FOR_LISTING)]
+
+
+# What `runs list` on Docker does without: the backend itself and the extension API (with
+# dataclasses and inspect), and the standard library's typing, pathlib and urllib
+# (docs/performance.md, "Start-up").
+NOT_FOR_RUNS_LIST = (
+    "ssebench.backends.docker.backend",
+    "ssebench.extensions",
+    "dataclasses",
+    "inspect",
+    "typing",
+    "pathlib",
+    "urllib",
+    "subprocess",
+)
+
+
+def test_runs_list_on_docker_reads_the_listing_alone(tmp_path: Path) -> None:
+    """The whole command, against a daemon that answers its one request with no runs."""
+    socket_path = Path("/tmp") / f"ssebench-test-{secrets.token_hex(6)}.sock"
+    fake = FakeDaemon(socket_path, http_answer(b"[]"))
+    script = (
+        "import json, sys\n"
+        "from ssebench.cli.main import main\n"
+        "status = main(['runs', 'list', '--json'])\n"
+        "print(json.dumps([status, sorted(sys.modules)]), file=sys.stderr)\n"
+    )
+    environment = {**os.environ, "DOCKER_HOST": f"unix://{socket_path}"}
+    environment.pop("SSEBENCH_BACKEND", None)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=environment
+        )
+    finally:
+        fake.close()
+        socket_path.unlink(missing_ok=True)
+    status, loaded = json.loads(done.stderr)
+    assert status == 0 and json.loads(done.stdout)["runs"] == []
+    assert len(fake.requests) == 1
+    assert "ssebench.backends.docker.listing" in loaded
+    assert not [
+        name
+        for name in loaded
+        if name.split(".")[0] in NOT_FOR_RUNS_LIST or name in NOT_FOR_RUNS_LIST
+    ]
 
 
 def test_the_docker_backend_still_reaches_what_it_defers() -> None:

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
@@ -27,6 +27,8 @@ from ssebench.backends.docker.commands import (
     remove_container,
     volume_names,
 )
+from ssebench.cli.main import main
+from ssebench.cli.runs import run_to_json
 from ssebench.docker_cli import failure_reason
 from ssebench.errors import BackendError
 from ssebench.extensions import RUN_ID_LABEL, RunHandle
@@ -174,6 +176,70 @@ def test_list_runs_is_one_request_with_the_label_filter(
     assert first.image == "ssebench/agent-reference/t:1"
     assert first.labels == {"ssebench.run-id": "run-1", "ssebench.webui": "true"}
     assert (second.state, second.exit_code) == ("running", None)
+
+
+# A sidecar run's environment container, whose runner is not root: the handle names the
+# pair and carries the run directory's owner.
+SIDECAR = {
+    "Id": "c" * 64,
+    "Names": ["/ssebench-pair-3"],
+    "Image": "ssebench/env/t:1",
+    "Labels": {
+        "ssebench.run-id": "run-3",
+        "ssebench.webui": "true",
+        "ssebench.run": "pair-3",
+        "ssebench.results-owner": "1000:1000",
+        "ssebench.results": "/home/me/results/run-3",
+    },
+    "State": "created",
+    "Status": "Created",
+    "Created": 1764547320,
+}
+
+
+def test_runs_list_prints_the_runs_list_runs_finds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`runs list` on Docker reads listing.listed alone, not the backend: what it prints
+    is what run_to_json makes of list_runs' RunInfo, and their handles are as before."""
+    fake = daemon(tmp_path, monkeypatch, http_answer(json.dumps([*LISTED, SIDECAR]).encode()))
+    monkeypatch.delenv("SSEBENCH_BACKEND", raising=False)
+    try:
+        assert main(["runs", "list", "--json"]) == 0
+        printed = json.loads(capsys.readouterr().out)
+        runs = DockerBackend().list_runs({"ssebench.webui": "true"})
+    finally:
+        fake.close()
+        fake.path.unlink(missing_ok=True)
+    assert printed == {
+        "backend": "docker",
+        "supports_exec": DockerBackend.supports_exec,
+        "runs": [run_to_json(run) for run in runs],
+    }
+    assert [run["state"] for run in printed["runs"]] == ["exited", "running", "created"]
+    assert runs[0].handle == RunHandle(
+        backend="docker", run_id="run-1", name="ssebench-run-1", details={}
+    )
+    assert runs[2].handle == RunHandle(
+        backend="docker",
+        run_id="run-3",
+        name="ssebench-pair-3-agent",
+        details={
+            "pair": "pair-3",
+            "environment": "ssebench-pair-3",
+            "results_owner": "1000:1000",
+            "results": "/home/me/results/run-3",
+            "image": "ssebench/env/t:1",
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"label": ["ssebench.webui=true"]}', "a b/c?d&e=f%+#", "\u00fc\u20ac\U0001f600", "~-._", ""],
+)
+def test_the_engines_percent_encoding_is_urllibs(text: str) -> None:
+    assert engine.percent_encoded(text) == quote(text, safe="")
 
 
 def test_a_chunked_answer_is_read_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

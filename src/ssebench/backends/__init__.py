@@ -7,11 +7,16 @@ import os
 
 from ssebench.entry_points import EntryPoint, entry_points
 from ssebench.errors import UserError
-from ssebench.extensions import Backend
+
+# typing.TYPE_CHECKING without importing typing: see cli/main.py.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ssebench.extensions import Backend
 
 GROUP = "ssebench.backends"
 DEFAULT_BACKEND = "docker"
 BACKEND_VARIABLE = "SSEBENCH_BACKEND"
+BUILT_IN_DOCKER = "ssebench.backends.docker:DockerBackend"
 
 
 def _entry_points() -> dict[str, EntryPoint]:
@@ -27,6 +32,13 @@ def installed_backends() -> list[str]:
     return sorted(_entry_points())
 
 
+def is_built_in_docker(name: str) -> bool:
+    """Whether name is registered as ssebench's own Docker backend (whose runs `runs
+    list` lists without loading it: backends/docker/listing.py)."""
+    entry_point = _entry_points().get(name)
+    return entry_point is not None and entry_point.value == BUILT_IN_DOCKER
+
+
 def selected_backend_name(option: str | None) -> str:
     """--backend, else SSEBENCH_BACKEND, else docker."""
     return option or os.environ.get(BACKEND_VARIABLE) or DEFAULT_BACKEND
@@ -34,6 +46,8 @@ def selected_backend_name(option: str | None) -> str:
 
 def load_backend(name: str) -> Backend:
     """Create the backend registered as name. Raises UserError naming what went wrong."""
+    from ssebench.extensions import Backend  # not for `runs list` on Docker (see there)
+
     entry_point = _entry_points().get(name)
     if entry_point is None:
         installed = ", ".join(installed_backends()) or "none"

@@ -9,10 +9,16 @@ import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
-from typing import Any
 
 from ssebench import __version__
 from ssebench.errors import SsebenchError
+
+# typing.TYPE_CHECKING without importing typing, whose import is 2 ms of `ssebench runs
+# list` (docs/performance.md, "Start-up"). The modules on that path use typing only in
+# annotations, and mypy takes any TYPE_CHECKING as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Every command: its name, the module of ssebench.cli that registers it, and its one-line
 # help. Only the module of the command given is imported (each one imports much of

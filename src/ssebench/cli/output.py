@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+
+# typing.TYPE_CHECKING without importing typing: see cli/main.py.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def print_json(data: Any) -> None:

@@ -52,6 +52,21 @@ started), commands (small docker calls shared by the others), archive, logs, lis
 
 from __future__ import annotations
 
-from ssebench.backends.docker.backend import DockerBackend
+# typing.TYPE_CHECKING without importing typing: see cli/main.py.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ssebench.backends.docker.backend import DockerBackend
 
 __all__ = ["DockerBackend"]
+
+
+def __getattr__(name: str) -> Any:
+    # DockerBackend on its first use: `ssebench runs list` imports the listing module
+    # alone, and with this package's import that would bring in the whole backend.
+    if name == "DockerBackend":
+        from ssebench.backends.docker.backend import DockerBackend
+
+        return DockerBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -89,7 +89,7 @@ class DockerBackend(Backend):
 
     name = "docker"
     builds_images = True
-    supports_exec = True
+    supports_exec = listing.SUPPORTS_EXEC
     exec_program = DOCKER
 
     def __init__(self, network: str | None = None, *, quiet_builds: bool = False) -> None:

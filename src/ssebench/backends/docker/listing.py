@@ -1,4 +1,9 @@
-"""Finding runs again: the containers that carry the labels asked for, as RunInfo."""
+"""Finding runs again: the containers that carry the labels asked for, as the runs
+that `ssebench runs list` prints (listed) or as RunInfo (list_runs).
+
+listed imports neither the extension API nor the rest of the backend, and `runs list`
+on Docker calls it alone (cli/runs.py): the extension API's dataclasses are a third of
+that command's start-up (docs/performance.md, "Start-up")."""
 
 from __future__ import annotations
 
@@ -6,29 +11,20 @@ import json
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
 
+from ssebench import labels as label_keys
 from ssebench.backends.docker import engine
-from ssebench.backends.docker.names import (
-    ENVIRONMENT_DETAIL,
-    IMAGE_DETAIL,
-    NAME,
-    OWNER_DETAIL,
-    PAIR_DETAIL,
-    RESULTS_DETAIL,
-    agent_container_name,
-)
-from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import BackendError
-from ssebench.extensions import (
-    PAIR_LABEL,
-    RESULTS_LABEL,
-    RESULTS_OWNER_LABEL,
-    RUN_ID_LABEL,
-    RunHandle,
-    RunInfo,
-    RunState,
-)
+
+# typing.TYPE_CHECKING without importing typing: see cli/main.py.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ssebench.extensions import RunHandle, RunInfo, RunState
+
+# DockerBackend.supports_exec is this: `runs list` says it without loading the backend.
+SUPPORTS_EXEC = True
 
 _STATES: dict[str, RunState] = {
     "created": "created",
@@ -40,21 +36,38 @@ _STATES: dict[str, RunState] = {
 }
 
 
+def listed(labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The containers carrying labels, each as `ssebench runs list --json` shows a run
+    (RunInfo's fields but the handle)."""
+    return [run_fields(container) for container in _containers(labels)]
+
+
 def list_runs(labels: Mapping[str, str]) -> list[RunInfo]:
-    """The containers carrying labels: one Engine API request where the API is at hand
-    (engine.py), else `docker ps` and one `docker container inspect` of them all."""
+    from ssebench.extensions import RunInfo
+
+    runs = []
+    for container in _containers(labels):
+        fields = run_fields(container)
+        runs.append(RunInfo(**fields, handle=_handle(fields)))
+    return runs
+
+
+def _containers(labels: Mapping[str, str]) -> list[Mapping[str, Any]]:
+    """The containers carrying labels, in the shape of `docker container inspect`'s: one
+    Engine API request where the API is at hand (engine.py), else `docker ps` and one
+    `docker container inspect` of them all."""
     try:
-        listed = engine.get_json(engine.containers_path(dict(labels)))
+        found = engine.get_json(engine.containers_path(dict(labels)))
     except engine.EngineUnavailable:
-        return _list_runs_by_cli(labels)
-    if not isinstance(listed, list):
-        return _list_runs_by_cli(labels)
-    return [run_info(_as_inspected(entry)) for entry in listed if isinstance(entry, dict)]
+        return _inspected_by_cli(labels)
+    if not isinstance(found, list):
+        return _inspected_by_cli(labels)
+    return [_as_inspected(entry) for entry in found if isinstance(entry, dict)]
 
 
 def _as_inspected(entry: Mapping[str, Any]) -> dict[str, Any]:
     """An entry of GET /containers/json in the shape of `docker container inspect`'s,
-    which run_info reads: the exit status is only in its Status text ("Exited (3) ...")."""
+    which run_fields reads: the exit status is only in its Status text ("Exited (3) ...")."""
     names = entry.get("Names") or [""]
     exited = _EXIT_STATUS.match(str(entry.get("Status", "")))
     created = entry.get("Created")
@@ -74,7 +87,9 @@ def _as_inspected(entry: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _list_runs_by_cli(labels: Mapping[str, str]) -> list[RunInfo]:
+def _inspected_by_cli(labels: Mapping[str, str]) -> list[Mapping[str, Any]]:
+    from ssebench.docker_cli import failure_reason, run_docker
+
     argv = ["ps", "--all", "--no-trunc", "--format", "{{.ID}}"]
     for key, value in labels.items():
         argv += ["--filter", f"label={key}={value}"]
@@ -91,47 +106,53 @@ def _list_runs_by_cli(labels: Mapping[str, str]) -> list[RunInfo]:
     except json.JSONDecodeError:
         raise BackendError(f"Cannot inspect containers: {failure_reason(inspected)}") from None
     # A container removed between the two calls is simply not listed.
-    return [run_info(container) for container in containers]
+    return [container for container in containers if isinstance(container, dict)]
 
 
 _EXIT_STATUS = re.compile(r"^Exited \((-?\d+)\)")
 
 
-def run_info(container: Mapping[str, Any]) -> RunInfo:
+def run_fields(container: Mapping[str, Any]) -> dict[str, Any]:
+    """A container, inspected, as the fields of its RunInfo but the handle."""
     config = container.get("Config") or {}
     state = container.get("State") or {}
     run_labels = {str(key): str(value) for key, value in (config.get("Labels") or {}).items()}
     name = str(container.get("Name", "")).lstrip("/")
-    run_id = run_labels.get(RUN_ID_LABEL, name.removeprefix("ssebench-"))
     run_state = _STATES.get(str(state.get("Status", "")), "unknown")
     exit_code = state.get("ExitCode")
+    return {
+        "run_id": run_labels.get(label_keys.RUN_ID, name.removeprefix("ssebench-")),
+        "name": name,
+        "state": run_state,
+        "exit_code": (int(exit_code) if run_state == "exited" and exit_code is not None else None),
+        "image": str(config.get("Image", "")),
+        "labels": run_labels,
+        "created_at": parse_created(container.get("Created")),
+    }
+
+
+def _handle(run: Mapping[str, Any]) -> RunHandle:
+    from ssebench.backends.docker import names
+    from ssebench.extensions import RunHandle
+
+    run_labels, run_id, name = run["labels"], run["run_id"], run["name"]
     # No "keep" here: cleanup of a run found again removes it (ssebench runs remove).
     owner: dict[str, str] = {}
-    if run_labels.get(RESULTS_OWNER_LABEL) and run_labels.get(RESULTS_LABEL):
+    if run_labels.get(label_keys.RESULTS_OWNER) and run_labels.get(label_keys.RESULTS):
         owner = {
-            OWNER_DETAIL: run_labels[RESULTS_OWNER_LABEL],
-            RESULTS_DETAIL: run_labels[RESULTS_LABEL],
-            IMAGE_DETAIL: str(config.get("Image", "")),
+            names.OWNER_DETAIL: run_labels[label_keys.RESULTS_OWNER],
+            names.RESULTS_DETAIL: run_labels[label_keys.RESULTS],
+            names.IMAGE_DETAIL: run["image"],
         }
-    handle = RunHandle(backend=NAME, run_id=run_id, name=name, details=owner)
-    pair_id = run_labels.get(PAIR_LABEL)
-    if pair_id is not None:
-        # The environment container of a sidecar run: the handle names the pair.
-        handle = RunHandle(
-            backend=NAME,
-            run_id=run_id,
-            name=agent_container_name(pair_id),
-            details={PAIR_DETAIL: pair_id, ENVIRONMENT_DETAIL: name, **owner},
-        )
-    return RunInfo(
+    pair_id = run_labels.get(label_keys.PAIR)
+    if pair_id is None:
+        return RunHandle(backend=names.NAME, run_id=run_id, name=name, details=owner)
+    # The environment container of a sidecar run: the handle names the pair.
+    return RunHandle(
+        backend=names.NAME,
         run_id=run_id,
-        name=name,
-        state=run_state,
-        exit_code=int(exit_code) if run_state == "exited" and exit_code is not None else None,
-        image=str(config.get("Image", "")),
-        labels=run_labels,
-        created_at=parse_created(container.get("Created")),
-        handle=handle,
+        name=names.agent_container_name(pair_id),
+        details={names.PAIR_DETAIL: pair_id, names.ENVIRONMENT_DETAIL: name, **owner},
     )
 
 
