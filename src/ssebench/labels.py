@@ -4,6 +4,7 @@ The strings are here, and ssebench.extensions gives them to extension authors as
 *_LABEL, with what each means and who sets it. They are here and not there so that
 `ssebench runs list` reads them without importing the extension API, whose dataclasses
 cost a third of that command's start-up (docs/performance.md).
+
 Every run the runner starts carries WEBUI=true, which is what `ssebench runs list`
 selects on; the sidecar pair's containers and volumes also carry PAIR.
 """
