@@ -140,9 +140,15 @@ class Daemon:
         return cast(tuple[str, int], self._servers[0].server_address)[1]
 
     def stop(self) -> None:
+        if self._serving:
+            # shutdown() waits for its loop's next poll: the listeners' all at once, not
+            # one after another, since the container's exit (and the run's) waits here.
+            stoppers = [threading.Thread(target=server.shutdown) for server in self._servers]
+            for stopper in stoppers:
+                stopper.start()
+            for stopper in stoppers:
+                stopper.join()
         for server in self._servers:
-            if self._serving:
-                server.shutdown()
             server.server_close()
         self._servers.clear()
         self._serving = False

@@ -258,6 +258,29 @@ def test_stop_removes_the_sockets(project: Project, accounts: Accounts) -> None:
     assert not project.layout.agent_socket.exists()
 
 
+def test_stop_shuts_the_listeners_down_at_once(
+    project: Project, accounts: Accounts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each listener's shutdown waits for its loop's next poll; one after another they
+    added up at every run's end. Each shutdown here waits for all three to have begun:
+    one after another, the first would wait in vain."""
+    daemon = start_daemon(project, accounts, 1)
+    servers = list(daemon._servers)
+    assert len(servers) == 3  # TCP, the agent's socket, the admin socket
+    all_begun = threading.Barrier(len(servers), timeout=10)
+    for server in servers:
+        original = server.shutdown
+
+        def shutdown(original: Any = original) -> None:
+            all_begun.wait()  # BrokenBarrierError (in its thread) when alone
+            original()
+
+        monkeypatch.setattr(server, "shutdown", shutdown)
+    daemon.stop()
+    assert not all_begun.broken
+    assert all(server.socket.fileno() == -1 for server in servers)  # closed
+
+
 def test_the_daemon_log_has_requests_and_no_secret(client: Client) -> None:
     client.http("POST", "/dialog", {"type": "note", "text": SENTINEL})
     client.http("GET", f"/dialog?since=0&k={SENTINEL}")
