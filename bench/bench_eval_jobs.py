@@ -3,7 +3,14 @@ time of the whole evaluation, over the pilot dataset (where the longest task alo
 most of it: the pilot at --jobs 2 is also measured against that task alone, the
 critical path) and over a dataset of equal synthetic tasks (equal_tasks.py; twice as
 many tasks as jobs), where the speed-up is not hidden by one long task. The equal
-tasks' note carries the speed-up, --jobs 1's time over --jobs 2's (goal >= 1.8x)."""
+tasks' note carries the speed-up, --jobs 1's time over --jobs 2's (goal >= 1.8x).
+
+The platform's own speed-up on the same tasks is the baseline of that goal, measured in
+turns with the evaluations, two runs at a time against one at a time: bare `docker
+run`s of the same images doing the same work (as (a)'s baseline), and the same with the
+platform's work the contract adds to each run (as (a)'s "by hand"). On a machine of few
+cores every run's start and end costs CPU that does not divide by the jobs, with or
+without ssebench."""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from common import (
@@ -21,13 +29,20 @@ from common import (
     NotMeasured,
     Result,
     alternate,
+    bare_reference_run,
     docker_problem,
+    in_turns,
     main,
+    reference_run_by_hand,
     run,
 )
 from equal_tasks import write_equal_tasks
 
+from ssebench.agents import release_version
+
 ROUNDS = 3
+# The equal tasks' rounds are short (10 s or so) and their speed-ups noisy.
+EQUAL_ROUNDS = 5
 JOBS = 2
 EQUAL_TASKS = 2 * JOBS
 
@@ -75,7 +90,19 @@ def measure() -> list[Result]:
             ROUNDS,
         )
         equal = write_equal_tasks(work / "equal", EQUAL_TASKS)
-        equal_two, equal_one = jobs_against_one(work, equal)
+        evaluate(work / "warm-equal", JOBS, equal)  # builds the images the bare runs use
+        rounds = iter(range(100))
+        equal_two, equal_one, bare_two, bare_one, hand_two, hand_one = in_turns(
+            [
+                lambda: evaluate(work / f"equal-{next(rounds)}", JOBS, equal),
+                lambda: evaluate(work / f"equal-{next(rounds)}", 1, equal),
+                lambda: platform_runs(work / f"bare-{next(rounds)}", equal, JOBS),
+                lambda: platform_runs(work / f"bare-{next(rounds)}", equal, 1),
+                lambda: platform_runs(work / f"hand-{next(rounds)}", equal, JOBS, by_hand=True),
+                lambda: platform_runs(work / f"hand-{next(rounds)}", equal, 1, by_hand=True),
+            ],
+            EQUAL_ROUNDS,
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return [
@@ -104,9 +131,61 @@ def measure() -> list[Result]:
             equal_one,
             note=f"speed-up {equal_one / equal_two:.2f}x (goal >= 1.8x); {EQUAL_TASKS} equal "
             f"synthetic tasks ({equal.relative_to(work)} of bench/equal_tasks.py), reference "
-            f"agent, median of {ROUNDS} in turns after a warm-up",
+            f"agent, median of {EQUAL_ROUNDS} in turns after a warm-up",
+        ),
+        Figure(
+            "(c) the platform over equal tasks",
+            f"bare docker runs, {JOBS} at a time",
+            bare_two,
+            "one at a time",
+            bare_one,
+            note=f"speed-up {bare_one / bare_two:.2f}x; the same {EQUAL_TASKS} images and work "
+            f"without ssebench (each run as (a)'s baseline), median of {EQUAL_ROUNDS} in turns "
+            "with the evaluations",
+        ),
+        Figure(
+            "(c) the platform over equal tasks, the contract's work by hand",
+            f"pull attempt, network create, docker run on it, network rm, {JOBS} at a time",
+            hand_two,
+            "one at a time",
+            hand_one,
+            note=f"speed-up {hand_one / hand_two:.2f}x; (a)'s work by hand on the same "
+            f"{EQUAL_TASKS} images, median of {EQUAL_ROUNDS} in turns with the evaluations",
+        ),
+        Figure(
+            "(c) equal tasks, speed-up against the platform's",
+            f"ssebench eval --jobs {JOBS} over --jobs 1",
+            equal_one / equal_two,
+            f"bare docker runs, {JOBS} at a time over one",
+            bare_one / bare_two,
+            unit="x",
+            note="1.00x: ssebench's evaluation scales as the bare platform does on this machine",
+        ),
+        Figure(
+            "(c) equal tasks, speed-up against the contract's work by hand",
+            f"ssebench eval --jobs {JOBS} over --jobs 1",
+            equal_one / equal_two,
+            f"the same by hand, {JOBS} at a time over one",
+            hand_one / hand_two,
+            unit="x",
+            note="1.00x: ssebench scales as the platform doing the same work does",
         ),
     ]
+
+
+def platform_runs(work: Path, dataset: Path, jobs: int, *, by_hand: bool = False) -> None:
+    """A bare reference run of each task of dataset (its image as eval builds it), jobs
+    at a time; by_hand: with the contract's work (reference_run_by_hand)."""
+    tasks = sorted(path.parent for path in dataset.glob("*/reference.patch"))
+    assert len(tasks) == EQUAL_TASKS, tasks
+
+    def bare(task: Path) -> None:
+        image = f"ssebench/agent-reference/{task.name}:{release_version()}"
+        platform_run = reference_run_by_hand if by_hand else bare_reference_run
+        platform_run(image, task / "reference.patch", work / task.name)
+
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(bare, tasks))
 
 
 def longest_task(results: Path) -> str:

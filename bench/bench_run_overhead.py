@@ -8,10 +8,8 @@ the run on it, `docker network rm`). What ssebench takes beyond that is its own.
 
 from __future__ import annotations
 
-import json
 import secrets
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -20,10 +18,11 @@ from common import (
     SSEBENCH,
     Figure,
     Result,
+    bare_reference_run,
     docker_problem,
     in_turns,
     main,
-    reference_run_env,
+    reference_run_by_hand,
     run,
 )
 
@@ -66,49 +65,13 @@ def measure() -> list[Result]:
         )
         assert out.strip().splitlines()[-1].startswith("passed\t"), out
 
-    def bare_docker_run(network: str = "none") -> None:
+    def bare_docker_run() -> None:
         run_dir = work / "bare" / f"{prefix}-{next(counter)}"
-        (run_dir / "archive").mkdir(parents=True)
-        (run_dir / "result.json").touch()
-        patch = run_dir / "reference.patch"
-        shutil.copy(PILOT / TASK / "reference.patch", patch)
-        run(
-            [
-                "docker",
-                "run",
-                "--rm",
-                "--pull",
-                "never",
-                "--network",
-                network,
-                "--label",
-                f"ssebench.bench={prefix}",
-                "--mount",
-                f"type=bind,source={run_dir},target=/var/lib/ssebench/results",
-                "--mount",
-                f"type=bind,source={run_dir / 'archive'},target=/tmp/sse-archive",
-                "--mount",
-                f"type=bind,source={patch},target=/reference/patch.diff,readonly",
-                *(
-                    argument
-                    for key, value in reference_run_env(run_dir.name).items()
-                    for argument in ("-e", f"{key}={value}")
-                ),
-                IMAGE,
-            ]
-        )
-        result = json.loads((run_dir / "result.json").read_text())
-        assert result["status"] == "passed", result
+        bare_reference_run(IMAGE, PILOT / TASK / "reference.patch", run_dir)
 
     def platform_by_hand() -> None:
-        network = f"{prefix}-net-{next(counter)}"
-        # No registry answers here: the pull fails, as ssebench's attempt does.
-        subprocess.run(["docker", "pull", "-q", IMAGE], capture_output=True, check=False)
-        run(["docker", "network", "create", "--internal", network])
-        try:
-            bare_docker_run(network)
-        finally:
-            run(["docker", "network", "rm", network])
+        run_dir = work / "by-hand" / f"{prefix}-{next(counter)}"
+        reference_run_by_hand(IMAGE, PILOT / TASK / "reference.patch", run_dir)
 
     try:
         subject, baseline, by_hand = in_turns(

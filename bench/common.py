@@ -8,6 +8,7 @@ of a shared machine moves both. Each is the median of several rounds.
 from __future__ import annotations
 
 import compileall
+import json
 import os
 import platform
 import shutil
@@ -112,6 +113,57 @@ def reference_run_env(run_id: str) -> dict[str, str]:
         "SSE_ARCHIVE": ARCHIVE_TARGET,
         "SSE_RUN_ID": run_id,
     }
+
+
+def bare_reference_run(image: str, patch: Path, run_dir: Path, network: str = "none") -> None:
+    """The baseline of a reference run: a bare `docker run --rm` of its image with the
+    mounts and environment the runner gives it (run_dir, new, holds its results);
+    raises unless the grade is passed, so both sides are known to do the same work."""
+    (run_dir / "archive").mkdir(parents=True)
+    (run_dir / "result.json").touch()
+    copied = run_dir / "reference.patch"
+    shutil.copy(patch, copied)
+    run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--pull",
+            "never",
+            "--network",
+            network,
+            "--label",
+            f"ssebench.bench={run_dir.name}",
+            "--mount",
+            f"type=bind,source={run_dir},target=/var/lib/ssebench/results",
+            "--mount",
+            f"type=bind,source={run_dir / 'archive'},target=/tmp/sse-archive",
+            "--mount",
+            f"type=bind,source={copied},target=/reference/patch.diff,readonly",
+            *(
+                argument
+                for key, value in reference_run_env(run_dir.name).items()
+                for argument in ("-e", f"{key}={value}")
+            ),
+            image,
+        ]
+    )
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "passed", result
+
+
+def reference_run_by_hand(image: str, patch: Path, run_dir: Path) -> None:
+    """bare_reference_run with the platform's work that the contract adds to a run, done
+    with the docker CLI: the pull attempt of a prebuilt image (spec: the Docker backend
+    pulls it) and a network of the run's own, made for it and removed after it."""
+    network = f"{run_dir.name}-net"
+    # No registry answers here: the pull fails, as ssebench's attempt does.
+    subprocess.run(["docker", "pull", "-q", image], capture_output=True, check=False)
+    run(["docker", "network", "create", "--internal", network])
+    try:
+        bare_reference_run(image, patch, run_dir, network)
+    finally:
+        run(["docker", "network", "rm", network])
 
 
 def run(argv: list[str], *, timeout: float = 900, env: dict[str, str] | None = None) -> str:
