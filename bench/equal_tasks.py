@@ -4,8 +4,9 @@ than the others (over the pilot, the longest task alone is most of the wall time
 
 Every task is the same small Python project with one bug (a wrong modulus), the same
 reference patch, and a hidden test that does a fixed amount of single-threaded work
-(ROUNDS steps of a loop, ~2 s of one core) before it checks the answer: the tasks differ
-only in their ID, so each has its own case image and run, and all take the same time.
+(ROUNDS steps of a loop, 1 to 2 s of one core here) before it checks the answer: the
+tasks differ only in their ID, so each has its own case image and run, and all take the
+same time.
 
     python bench/equal_tasks.py DIR [COUNT]    writes the dataset and its manifest
 
