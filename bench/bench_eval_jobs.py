@@ -179,13 +179,14 @@ def platform_runs(work: Path, dataset: Path, jobs: int, *, by_hand: bool = False
     tasks = sorted(path.parent for path in dataset.glob("*/reference.patch"))
     assert len(tasks) == EQUAL_TASKS, tasks
 
-    def bare(task: Path) -> None:
+    platform_run = reference_run_by_hand if by_hand else bare_reference_run
+
+    def run_of(task: Path) -> None:
         image = f"ssebench/agent-reference/{task.name}:{release_version()}"
-        platform_run = reference_run_by_hand if by_hand else bare_reference_run
         platform_run(image, task / "reference.patch", work / task.name)
 
     with ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(bare, tasks))
+        list(pool.map(run_of, tasks))
 
 
 def longest_task(results: Path) -> str:
