@@ -33,12 +33,11 @@ from common import (
     docker_problem,
     in_turns,
     main,
+    reference_image,
     reference_run_by_hand,
     run,
 )
 from equal_tasks import write_equal_tasks
-
-from ssebench.agents import release_version
 
 ROUNDS = 3
 # The equal tasks' rounds are short (10 s or so) and their speed-ups noisy.
@@ -182,8 +181,7 @@ def platform_runs(work: Path, dataset: Path, jobs: int, *, by_hand: bool = False
     platform_run = reference_run_by_hand if by_hand else bare_reference_run
 
     def run_of(task: Path) -> None:
-        image = f"ssebench/agent-reference/{task.name}:{release_version()}"
-        platform_run(image, task / "reference.patch", work / task.name)
+        platform_run(reference_image(task.name), task / "reference.patch", work / task.name)
 
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(run_of, tasks))

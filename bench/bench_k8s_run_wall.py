@@ -29,6 +29,7 @@ from common import (
     Result,
     cluster_problem,
     main,
+    reference_image,
     reference_run_env,
     run,
 )
@@ -154,10 +155,8 @@ def measure() -> list[Result]:
         return [NotMeasured("(g) Kubernetes run wall time", problem)]
     from k8s_common import BENCH_REGISTRY, TASK, publish_locally
 
-    from ssebench.agents import release_version
-
     publish_locally("reference")
-    image = f"{BENCH_REGISTRY}/agent-reference/{TASK}:{release_version()}"
+    image = reference_image(TASK, BENCH_REGISTRY)
     work = Path(tempfile.mkdtemp(prefix="ssebench-bench-k8s-wall-"))
     prefix = f"bench-{secrets.token_hex(3)}"
     runs, jobs, run_grade_to_exit, job_grade_to_exit = [], [], [], []

@@ -22,15 +22,14 @@ from common import (
     docker_problem,
     in_turns,
     main,
+    reference_image,
     reference_run_by_hand,
     run,
 )
 
-from ssebench.agents import release_version
-
 TASK = "py-semver-prerelease"
 # The prebuilt name under registry "ssebench" (built-in agents: the ssebench version).
-IMAGE = f"ssebench/agent-reference/{TASK}:{release_version()}"
+IMAGE = reference_image(TASK)
 ROUNDS = 3
 
 

@@ -9,11 +9,19 @@ import secrets
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
-from common import SSEBENCH, Figure, NotMeasured, Result, alternate, docker_problem, main, run
+from common import (
+    SSEBENCH,
+    Figure,
+    NotMeasured,
+    Result,
+    alternate,
+    docker_problem,
+    main,
+    reference_image,
+    run,
+)
 
-from ssebench.agents import release_version
-
-IMAGE = f"ssebench/agent-reference/py-semver-prerelease:{release_version()}"
+IMAGE = reference_image("py-semver-prerelease")
 SIZES = (200, 1000)
 ROUNDS = 3
 BENCH_LABEL = "ssebench.bench"

@@ -115,6 +115,22 @@ def reference_run_env(run_id: str) -> dict[str, str]:
     }
 
 
+def reference_image(task: str, registry: str = "ssebench") -> str:
+    """The reference agent's run image of task as the runner names it (spec, "Prebuilt
+    images"; a local build has the same name under the registry "ssebench")."""
+    from ssebench.agents import release_version
+    from ssebench.extensions import ImageRequest, prebuilt_images
+
+    request = ImageRequest(
+        task_id=task,
+        dataset="",
+        agent="reference",
+        agent_version=release_version(),
+        registry=registry,
+    )
+    return prebuilt_images(request).run
+
+
 def bare_reference_run(image: str, patch: Path, run_dir: Path, network: str = "none") -> None:
     """The baseline of a reference run: a bare `docker run --rm` of its image with the
     mounts and environment the runner gives it (run_dir, new, holds its results);
