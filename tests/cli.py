@@ -6,11 +6,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import IO, Any
 
 SSEBENCH = [sys.executable, "-m", "ssebench.cli.main"]
+# What `ssebench run` says on its first SIGTERM (runner.stop_on_signals).
+STOPPING_LINE = "stopping the run; a second signal ends ssebench"
 
 
 def ssebench(
@@ -79,11 +82,35 @@ def sleeper_started(run_id: str, *options: str) -> bool:
 
 
 def signal_twice(process: subprocess.Popen[str]) -> tuple[str, float]:
-    """SIGTERM, and half a second later a second one, to a started `ssebench run`: what
-    it said (stdout and stderr merged) and the seconds from the second to its end."""
+    """SIGTERM to a started `ssebench run`, and a second one as soon as it says it is
+    stopping the run: what it said (stdout and stderr merged) and the seconds from the
+    second signal to its end.
+
+    The second signal follows the runner's word, not a pause: a stopped sleeper is
+    graded 0.4 s after the first signal here, and a second signal that came once its run
+    was read out and removed would test nothing (a pause of half a second was that
+    close)."""
+    lines: list[str] = []
+    stopping = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if STOPPING_LINE in line:
+                stopping.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     process.send_signal(signal.SIGTERM)
-    time.sleep(0.5)
+    if not stopping.wait(60):
+        process.kill()
+        process.wait()
+        reader.join(30)
+        raise AssertionError(f"ssebench did not say it stops the run:\n{''.join(lines)[-3000:]}")
     signalled = time.monotonic()
     process.send_signal(signal.SIGTERM)
-    output, _ = process.communicate(timeout=120)
-    return output, time.monotonic() - signalled
+    process.wait(timeout=120)
+    ended_after = time.monotonic() - signalled
+    reader.join(30)
+    return "".join(lines), ended_after

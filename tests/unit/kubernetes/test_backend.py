@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from ssebench.backends.kubernetes.config import KubernetesSettings
 from ssebench.backends.kubernetes.image_check import ImageCheck
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import ImageRequest, RunHandle
+from ssebench.runner import RunAbandoned
 from tests.unit.kubernetes.test_manifests import RUN_ID, make_spec
 
 
@@ -126,16 +128,21 @@ class RecordingApi:
     """The API calls start makes, in order; fails the call named fail_on (a SIGKILL of
     the runner there leaves what was made before it)."""
 
-    def __init__(self, fail_on: str | None = None) -> None:
+    def __init__(
+        self,
+        fail_on: str | None = None,
+        raised: BaseException | type[BaseException] = KeyboardInterrupt,
+    ) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.fail_on = fail_on
+        self.raised = raised
 
     def __getattr__(self, method: str) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
             body = next((arg for arg in args if isinstance(arg, dict)), {})
             self.calls.append((method, body))
             if method == self.fail_on:
-                raise KeyboardInterrupt  # what a signal does to a runner mid-start
+                raise self.raised  # what a signal does to a runner mid-start
             if method == "create_namespaced_job":
                 return SimpleNamespace(metadata=SimpleNamespace(uid="job-uid-7"))
             return SimpleNamespace(items=[])
@@ -206,3 +213,20 @@ def test_an_interrupted_start_leaves_no_secret_without_its_job(
     deleted = [method for method, _ in api.calls if method.startswith("delete_namespaced")]
     # The Job alone: it owns the rest, which the cluster removes with it.
     assert deleted == ["delete_namespaced_job"]
+
+
+@pytest.mark.parametrize(
+    "signalled_at", ["create_namespaced_network_policy", "create_namespaced_secret"]
+)
+def test_a_second_signal_during_start_leaves_the_job(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, signalled_at: str
+) -> None:
+    """The runner's second signal (RunAbandoned) asks nothing more of the cluster: start
+    deletes nothing, and the Job is left to its deadline and time to live (spec)."""
+    api = RecordingApi(fail_on=signalled_at, raised=RunAbandoned(signal.SIGTERM))
+    fake_api(monkeypatch, api)
+    with pytest.raises(RunAbandoned):
+        KubernetesBackend(KubernetesSettings(namespace="runs")).start(make_spec(tmp_path))
+    made = [method for method, _ in api.calls if method.startswith("create")]
+    assert made[0] == "create_namespaced_job" and made[-1] == signalled_at
+    assert not [method for method, _ in api.calls if method.startswith("delete")]

@@ -568,7 +568,11 @@ class KubernetesBackend(Backend):
                 f"the run {spec.run_id}",
                 image=spec.image,
             )
-        except BaseException:
+        # A failure or a Ctrl-C removes what was made. The runner's second signal
+        # (RunAbandoned, a BaseException of its own) does not: it asks nothing more of
+        # the cluster (spec), and the Job is left to its deadline and time to live, as
+        # when that signal comes after start.
+        except (Exception, KeyboardInterrupt):
             with contextlib.suppress(Exception):
                 if job_made:  # the Job owns whatever else was made
                     self._remove(namespace, name, spec.run_id, pod="")
