@@ -12,8 +12,13 @@ from pathlib import Path
 from typing import IO, Any
 
 SSEBENCH = [sys.executable, "-m", "ssebench.cli.main"]
-# What `ssebench run` says on its first SIGTERM (runner.stop_on_signals).
-STOPPING_LINE = "stopping the run; a second signal ends ssebench"
+# What the run's container says once the stop of a first SIGTERM reached it
+# (runtime/supervision.py); `ssebench run` shows the container's output.
+CONTAINER_STOPPING_LINE = "stop requested: stopping the agent"
+# The sleeper agent's first line. The output of `ssebench run` has it once the run's start
+# returned (on Kubernetes the container's output is followed from then on), while
+# `runs logs` may show it when start has yet to see the container running.
+SLEEPER_LINE = "sleeper: sleeping"
 
 
 def ssebench(
@@ -81,36 +86,54 @@ def sleeper_started(run_id: str, *options: str) -> bool:
     return done.returncode == 0 and "sleeper" in done.stdout.lower()
 
 
-def signal_twice(process: subprocess.Popen[str]) -> tuple[str, float]:
-    """SIGTERM to a started `ssebench run`, and a second one as soon as it says it is
-    stopping the run: what it said (stdout and stderr merged) and the seconds from the
-    second signal to its end.
+class Output:
+    """What a started `ssebench` says (stdout and stderr merged, as start_ssebench pipes
+    them), read as it comes by a thread of its own, so that a test can wait for a line."""
 
-    The second signal follows the runner's word, not a pause: a stopped sleeper is
-    graded 0.4 s after the first signal here, and a second signal that came once its run
-    was read out and removed would test nothing (a pause of half a second was that
-    close)."""
-    lines: list[str] = []
-    stopping = threading.Event()
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self._lines: list[str] = []
+        self._changed = threading.Condition()
+        self._reader = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self._reader.start()
 
-    def read() -> None:
+    def _read(self, process: subprocess.Popen[str]) -> None:
         assert process.stdout is not None
         for line in process.stdout:
-            lines.append(line)
-            if STOPPING_LINE in line:
-                stopping.set()
+            with self._changed:
+                self._lines.append(line)
+                self._changed.notify_all()
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    def wait_for(self, text: str, seconds: float) -> bool:
+        """Whether a line with text came within seconds."""
+        with self._changed:
+            return self._changed.wait_for(
+                lambda: any(text in line for line in self._lines), seconds
+            )
+
+    def text(self, end_within: float = 0.0) -> str:
+        """All said so far, once the output ended or end_within seconds passed."""
+        self._reader.join(end_within)
+        with self._changed:
+            return "".join(self._lines)
+
+
+def signal_twice(process: subprocess.Popen[str], output: Output) -> tuple[str, float]:
+    """SIGTERM to a started `ssebench run`, and a second one as soon as the container
+    says the first reached it: what ssebench said (stdout and stderr merged) and the
+    seconds from the second signal to its end.
+
+    The second signal follows that word, not a pause. A pause is either too short (the
+    second signal can end ssebench before its stop reached the container, which then
+    runs on until prune) or too long: a stopped sleeper is graded 0.4 s after the first
+    signal here, and once its run is read out and removed there is nothing left to
+    test (a pause of half a second failed a CI run that way)."""
     process.send_signal(signal.SIGTERM)
-    if not stopping.wait(60):
+    if not output.wait_for(CONTAINER_STOPPING_LINE, 60):
         process.kill()
         process.wait()
-        reader.join(30)
-        raise AssertionError(f"ssebench did not say it stops the run:\n{''.join(lines)[-3000:]}")
+        raise AssertionError(f"the run was not stopped:\n{output.text(30)[-3000:]}")
     signalled = time.monotonic()
     process.send_signal(signal.SIGTERM)
     process.wait(timeout=120)
     ended_after = time.monotonic() - signalled
-    reader.join(30)
-    return "".join(lines), ended_after
+    return output.text(30), ended_after

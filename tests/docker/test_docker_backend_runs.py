@@ -20,7 +20,15 @@ import pytest
 
 from ssebench.backends.docker.containers import default_cpus
 from ssebench.extensions import PARALLEL_RUNS_VARIABLE
-from tests.cli import run_arguments, signal_twice, sleeper_started, ssebench, start_ssebench
+from tests.cli import (
+    SLEEPER_LINE,
+    Output,
+    run_arguments,
+    signal_twice,
+    sleeper_started,
+    ssebench,
+    start_ssebench,
+)
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import (
     archive_objects,
@@ -250,9 +258,10 @@ def test_a_second_signal_ends_the_runner_at_once_and_records_the_run(tmp_path: P
     the container (that is left to prune), and the run is recorded all the same."""
     run_id = new_run_id("twice")
     process = start_run(tmp_path, run_id)
+    said = Output(process)
     try:
-        wait_until(lambda: sleeper_started(run_id), what="the sleeper agent to start")
-        output, ended_after = signal_twice(process)
+        assert said.wait_for(SLEEPER_LINE, 180), said.text()[-3000:]
+        output, ended_after = signal_twice(process, said)
     finally:
         process.kill()
         process.wait()

@@ -26,6 +26,8 @@ from ssebench.extensions import (
     RunSpec,
 )
 from tests.cli import (
+    SLEEPER_LINE,
+    Output,
     last_line_verdict,
     run_arguments,
     signal_twice,
@@ -146,10 +148,16 @@ def test_a_kept_run_waits_after_grading_for_the_network_check(
 def test_a_second_signal_ends_the_runner_at_once_and_leaves_the_job(
     cluster: Cluster, tmp_path: Path
 ) -> None:
+    """The second signal comes while the first stops the run (after its start: a second
+    signal during start is tests/unit/kubernetes/test_backend.py's)."""
     run_id = new_run_id("twice")
-    process = started_sleeper(tmp_path, run_id)
+    process = start_ssebench(
+        *run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, tmp_path, *K8S, "--prebuilt")
+    )
+    said = Output(process)
     with removed_at_end(cluster, run_id, process):
-        output, ended_after = signal_twice(process)
+        assert said.wait_for(SLEEPER_LINE, 300), said.text()[-3000:]
+        output, ended_after = signal_twice(process, said)
         assert process.returncode == 128 + signal.SIGTERM, output[-3000:]
         assert ended_after < 10, ended_after  # no 30 s wait for the cluster's cleanup
         assert "exiting now; the run is left to the backend" in output
