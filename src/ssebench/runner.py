@@ -332,7 +332,11 @@ class Runner:
         stop.recording.set()
         abandoned = isinstance(failure, RunAbandoned)
         if abandoned:
-            self.say(f"run {settings.run_id}: left to the {self.backend.name} backend")
+            backend_name = self.backend.name
+            self.say(
+                f"run {settings.run_id}: left to the {backend_name} backend; "
+                f"`ssebench runs remove {settings.run_id} --backend {backend_name}` removes it now"
+            )
         spend: float | None = None
         if model_session is not None:
             found = model_session.finish(self.say)

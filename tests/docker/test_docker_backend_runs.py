@@ -268,6 +268,7 @@ def test_a_second_signal_ends_the_runner_at_once_and_records_the_run(tmp_path: P
     try:
         assert process.returncode == 128 + signal.SIGTERM, output[-3000:]
         assert "exiting now; the run is left to the backend" in output
+        assert f"`ssebench runs remove {run_id} --backend docker` removes it" in output
         assert ended_after < 10, ended_after
         summary = summary_of(tmp_path, run_id)
         assert summary["stopped"] is True and summary["status"] == "error"

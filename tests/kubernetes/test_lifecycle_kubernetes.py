@@ -161,6 +161,7 @@ def test_a_second_signal_ends_the_runner_at_once_and_leaves_the_job(
         assert process.returncode == 128 + signal.SIGTERM, output[-3000:]
         assert ended_after < 10, ended_after  # no 30 s wait for the cluster's cleanup
         assert "exiting now; the run is left to the backend" in output
+        assert f"`ssebench runs remove {run_id} --backend kubernetes` removes it" in output
         # The verdict line (the pod's output, still followed, may come after it).
         assert any(line.startswith("error\t") for line in output.splitlines())
         summary = json.loads((run_dir_of(tmp_path, "sleeper", run_id) / "summary.json").read_text())
