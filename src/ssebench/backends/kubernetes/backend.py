@@ -316,6 +316,27 @@ def _decoded_lines(chunks: Iterable[bytes]) -> Iterator[str]:
         yield pending.rstrip("\r")
 
 
+def read_log(
+    what: str, namespace: str, pod: str, container: str, limit_bytes: int | None = None
+) -> bytes:
+    """An ended container's log, read once up to limit_bytes, as undecoded bytes: the
+    client's own decoding gives the repr of the bytes ("b'...'") in some releases (36
+    among them). BackendError, with what, when the API refuses."""
+    response = _call(
+        what,
+        _api().core.read_namespaced_pod_log,
+        pod,
+        namespace,
+        container=container,
+        limit_bytes=limit_bytes,
+        _preload_content=False,
+    )
+    try:
+        return bytes(response.data)
+    finally:
+        response.release_conn()
+
+
 def _copy_output(namespace: str, pod: str) -> None:
     """Copy the task container's output to stdout as it is written, until it exits."""
     api = _api()

@@ -278,24 +278,19 @@ def _read_out(namespace: str, name: str) -> bytes | None:
     """The file the ended check pod printed; None when its log does not hold it whole
     within READ_OUT_LOG_BYTES. The log is only a shortcut: an API error here costs the
     copy its own pod, no more."""
-    from ssebench.backends.kubernetes.backend import _api, _call
+    from ssebench.backends.kubernetes.backend import read_log
 
     try:
-        response = _call(
+        log = read_log(
             f"Cannot read the output of the pod {name}",
-            _api().core.read_namespaced_pod_log,
-            name,
             namespace,
-            container="image",
-            limit_bytes=READ_OUT_LOG_BYTES,
-            _preload_content=False,
+            name,
+            "image",
+            READ_OUT_LOG_BYTES,
         )
     except BackendError:
         return None
-    try:
-        return decode_read_out(response.data)
-    finally:
-        response.release_conn()
+    return decode_read_out(log)
 
 
 def unchecked_note(image: str, detail: str, out: TextIO | None = None) -> None:

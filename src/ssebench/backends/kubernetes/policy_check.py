@@ -223,14 +223,10 @@ class _Probe:
         )
 
     def _log(self, name: str, container: str) -> str:
-        text = self.call(
-            f"Cannot read the output of {name}",
-            self.api.core.read_namespaced_pod_log,
-            name,
-            self.namespace,
-            container=container,
-        )
-        return str(text or "")
+        from ssebench.backends.kubernetes.backend import read_log
+
+        log = read_log(f"Cannot read the output of {name}", self.namespace, name, container)
+        return log.decode("utf-8", "replace")
 
     def _create_pod(self, role: str, arguments: list[str]) -> Any:
         body = probe_pod(self.probe, role, self.image, arguments, self.settings)
