@@ -1,22 +1,65 @@
 """Start-up: `ssebench --help` vs `python -c pass` (the same interpreter), and
 `ssebench runs list --json` vs `docker ps -a` (both list the daemon's containers; the
 first reads them through the Engine API, see backends/docker/engine.py). Each pair is
-timed in turns, so the noise of a shared machine moves both."""
+timed in turns, so the noise of a shared machine moves both.
+
+Beside them, what the kubernetes backend's client adds to every process that talks to a
+cluster (a run, an evaluation, a listing): its import and the kubeconfig's load, as
+backend._api() does them, against the bare interpreter. The client's release decides
+most of it (pyproject.toml keeps it below 37 for that reason)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
 
 from common import SSEBENCH, Figure, Result, alternate, docker_problem, main, run
 
 ROUNDS = 15
 FLOOR_IMPORTS = "import argparse, json, socket"
+KUBERNETES_CLIENT = "from ssebench.backends.kubernetes.backend import _api; _api()"
+# Enough of a kubeconfig for the client to load; nothing connects to its server.
+STUB_KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:9"}}]
+users: [{name: u, user: {token: stub}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
 
 
 def quiet(argv: list[str]) -> None:
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+
+
+def kubernetes_client() -> Figure:
+    with tempfile.TemporaryDirectory() as folder:
+        kubeconfig = Path(folder) / "kubeconfig"
+        kubeconfig.write_text(STUB_KUBECONFIG)
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+        subject, baseline = alternate(
+            lambda: subprocess.run(
+                [sys.executable, "-c", KUBERNETES_CLIENT],
+                stdout=subprocess.DEVNULL,
+                env=env,
+                check=True,
+            ),
+            lambda: quiet([sys.executable, "-c", "pass"]),
+            ROUNDS,
+        )
+    return Figure(
+        "start-up: the kubernetes backend's client",
+        "import and kubeconfig load (backend._api())",
+        subject,
+        "python -c pass",
+        baseline,
+        note=f"kubernetes {metadata.version('kubernetes')}; median of {ROUNDS} in turns",
+    )
 
 
 def measure() -> list[Result]:
@@ -31,7 +74,8 @@ def measure() -> list[Result]:
             "python -c pass",
             baseline,
             note=f"median of {ROUNDS} in turns; goal <= 3x",
-        )
+        ),
+        kubernetes_client(),
     ]
     problem = docker_problem()
     if problem:
