@@ -114,8 +114,8 @@ def test_a_present_answer_is_kept_for_an_hour_per_server_namespace_policy_and_im
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The next process skips the check's pod for an image a node had; not for another
-    image, namespace or pull policy, not after ANSWER_SECONDS, not once forgotten, and
-    never for a missing or unknown answer."""
+    image, namespace or pull policy, not after ANSWER_SECONDS, not once forgotten, not
+    when the pod is to read a file out, and never for a missing or unknown answer."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(image_check, "_server", lambda: "https://k8s.invalid")
     pods: list[str] = []
@@ -147,6 +147,10 @@ def test_a_present_answer_is_kept_for_an_hour_per_server_namespace_policy_and_im
     image_check.forget(settings, "r/x:1")
     image_check.check_image(settings, "r/x:1")
     assert len(pods) == 6
+    # A check that reads a file out has its pod all the same: the file is not kept.
+    assert image_check.check_image(settings, "r/x:1").verdict == "present"
+    image_check.check_image(settings, "r/x:1", "/the/patch")
+    assert len(pods) == 7
 
 
 def test_the_check_reads_out_a_file_that_survives_a_text_log(tmp_path: Path) -> None:

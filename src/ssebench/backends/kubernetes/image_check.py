@@ -18,15 +18,18 @@ the process that made it and its deadline, so prune removes one a killed process
 A "present" answer is kept for ANSWER_SECONDS in the user's cache folder, for each API
 server, namespace, pull policy and image, as the NetworkPolicy probe keeps its answer:
 the next `ssebench run` of the same image skips the pod (its create, reads and delete:
-3 API requests or more, 1.5 s or more). Should the image have gone since, the run's own
-start reports the pod that cannot pull it, and the answer is forgotten (forget).
+3 API requests or more, 1.5 s or more), unless it is a reference run (below). Should
+the image have gone since, the run's own start reports the pod that cannot pull it, and
+the answer is forgotten (forget).
 
 For a reference run the check's pod also reads out the task's reference patch, which
 copy_from_image would otherwise get with a pod of its own (a create, a read, an exec
 and a delete, 2 s or more): the pod prints the file in base64 and then an end mark, and
-the check reads its log once. A log without the mark (the image has no `base64`, the
-file is missing, the pod was looked at before it ended) keeps nothing, and the copy
-takes its own pod as before. Base64, because a container log is kept as text: a
+the check reads its log once. So a reference run checks even when the answer is kept:
+the patch is not kept (a tag can be published again with another one), and the check's
+pod reads it out sooner than the copy's would. A log without the mark (the image has no
+`base64`, the file is missing, the pod was looked at before it ended) keeps nothing, and
+the copy takes its own pod as before. Base64, because a container log is kept as text: a
 runtime may replace bytes that are not UTF-8.
 """
 
@@ -227,10 +230,12 @@ def check_image(
     settings: KubernetesSettings, image: str, read_out: str | None = None
 ) -> ImageCheck:
     """Ask a node whether it can get image, unless a node said so within ANSWER_SECONDS.
-    read_out: a file of the image that the pod, when there is one, reads out as well.
+    read_out: a file of the image that the pod reads out as well; such a check always
+    has its pod, since the file needs a pod anyway and this one is the quicker (it is
+    read when the pod ends, where copy_from_image's pod waits to run, then execs).
     BackendError when the API refuses the pod."""
     remembered = answer_file(_server(), settings, image)
-    kept = read_answer(remembered, image, time.time())
+    kept = None if read_out is not None else read_answer(remembered, image, time.time())
     if kept is not None:
         return kept
     found = _check_with_a_pod(settings, image, read_out)
