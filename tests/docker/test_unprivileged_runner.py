@@ -13,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import last_line_verdict, run_arguments, sleeper_started, ssebench
+from tests.cli import (
+    CONTAINER_STOPPING_LINE,
+    last_line_verdict,
+    run_arguments,
+    sleeper_started,
+    ssebench,
+)
 from tests.docker.conftest import new_run_id
 from tests.polling import wait_until
 from tests.user_install import install_for_the_user
@@ -117,7 +123,7 @@ def test_a_user_gets_the_run_directory_back_after_a_killed_run(
             # the run grades and ends within a second or so, which a `runs logs` poll
             # can miss (the container is gone by then, and so are its logs).
             def told() -> bool:
-                return "stop requested" in log.read_text()
+                return CONTAINER_STOPPING_LINE in log.read_text()
 
             try:
                 wait_until(told, "the container to be told to stop", 120, interval=0.05)
