@@ -33,8 +33,8 @@ current-context: x
 """
 
 
-def quiet(argv: list[str]) -> None:
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+def quiet(argv: list[str], env: dict[str, str] | None = None) -> None:
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
 
 
 def kubernetes_client() -> Figure:
@@ -43,12 +43,7 @@ def kubernetes_client() -> Figure:
         kubeconfig.write_text(STUB_KUBECONFIG)
         env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
         subject, baseline = alternate(
-            lambda: subprocess.run(
-                [sys.executable, "-c", KUBERNETES_CLIENT],
-                stdout=subprocess.DEVNULL,
-                env=env,
-                check=True,
-            ),
+            lambda: quiet([sys.executable, "-c", KUBERNETES_CLIENT], env=env),
             lambda: quiet([sys.executable, "-c", "pass"]),
             ROUNDS,
         )

@@ -68,6 +68,28 @@ def test_verdict(outcomes: list[str], enforced: bool | None) -> None:
     assert policy_check.verdict(outcomes).enforced is enforced
 
 
+def test_a_probe_reads_a_bounded_log_and_decodes_what_it_cannot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The probe's image is the user's (--probe-image): its pods' logs are read up to
+    PROBE_LOG_BYTES, and bytes that are not UTF-8 do not end the probe."""
+    from ssebench.backends.kubernetes import backend
+
+    asked: list[int | None] = []
+
+    def read_log(what, namespace, pod, container, limit_bytes=None):  # type: ignore[no-untyped-def]
+        asked.append(limit_bytes)
+        return b"\xff\xfe noise\nprobe: blocked blocked blocked\n"
+
+    monkeypatch.setattr(backend, "read_log", read_log)
+    probe = object.__new__(policy_check._Probe)  # no cluster: only its log reading
+    probe.namespace = "runs"
+    answer = probe._log("ssebench-probe-ab12-client", "client")
+    assert asked == [policy_check.PROBE_LOG_BYTES]
+    assert answer.splitlines()[-1] == "probe: blocked blocked blocked"
+    assert "\ufffd" in answer
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

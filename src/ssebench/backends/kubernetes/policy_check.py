@@ -70,6 +70,9 @@ PROBE_SECURITY_CONTEXT = {
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 LISTENING = "listening"
+# A probe's pod prints one line, but its image is the user's (--probe-image): its log is
+# read up to this much.
+PROBE_LOG_BYTES = 64 * 1024
 TARGET_SCRIPT = f"""
 import socket, sys
 server = socket.socket()
@@ -225,7 +228,13 @@ class _Probe:
     def _log(self, name: str, container: str) -> str:
         from ssebench.backends.kubernetes.backend import read_log
 
-        log = read_log(f"Cannot read the output of {name}", self.namespace, name, container)
+        log = read_log(
+            f"Cannot read the output of {name}",
+            self.namespace,
+            name,
+            container,
+            limit_bytes=PROBE_LOG_BYTES,
+        )
         return log.decode("utf-8", "replace")
 
     def _create_pod(self, role: str, arguments: list[str]) -> Any:
