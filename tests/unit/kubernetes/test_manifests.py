@@ -133,6 +133,8 @@ def test_job_fields(tmp_path: Path) -> None:
     assert pod["restartPolicy"] == "Never"
     assert pod["automountServiceAccountToken"] is False
     assert pod["enableServiceLinks"] is False
+    # No grace: the API server removes a deleted pod at once, and frees its node
+    assert pod["terminationGracePeriodSeconds"] == 0
     for host in ("hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace"):
         assert pod[host] is False, host
     assert all("hostPath" not in volume for volume in pod["volumes"])

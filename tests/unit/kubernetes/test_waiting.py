@@ -167,14 +167,39 @@ def test_stop_waits_the_whole_grace_it_is_given_then_removes_the_job(
     assert kubernetes.stop_grace == 20
 
 
+def test_stop_ends_at_once_when_the_pod_the_run_started_in_is_gone(
+    monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    """A run's pod has no grace: deleted (kubectl, a node's drain), it is gone at once,
+    while its Job may stay and, before Kubernetes 1.26, make a replacement, which is not
+    the run. Nothing is left to stop: no Job read, no wait, no removal."""
+    kubernetes = backend.KubernetesBackend()
+    monkeypatch.setattr(kubernetes, "_run_pod", lambda handle: None)
+    monkeypatch.setattr(kubernetes, "_job", lambda handle: pytest.fail("the Job was read"))
+    monkeypatch.setattr(kubernetes, "_remove", lambda *a, **k: pytest.fail("removed"))
+    handle = RunHandle(
+        backend="kubernetes",
+        run_id="r",
+        name="ssebench-r",
+        details={"namespace": "ns", backend.POD_DETAIL: "ssebench-r-abcde"},
+    )
+    started = clock.now
+    kubernetes.stop(handle, grace=20)
+    assert clock.now == started and clock.sleeps == []
+
+
 def test_the_run_is_the_pod_it_started_in_not_a_replacement(
     monkeypatch: pytest.MonkeyPatch, clock: Clock
 ) -> None:
     """Its pod deleted (a replacement running beside it, as the Job controller of a
-    cluster before 1.26 makes one): wait reports it killed, and its results are gone."""
+    cluster before 1.26 makes one): wait reports it killed at the first look, whatever
+    the Job does (a run's pod has no grace, so it is gone at once), and its results are
+    gone."""
     kubernetes = backend.KubernetesBackend()
     monkeypatch.setattr(kubernetes, "_pod", lambda handle: pod("9"))  # the replacement
     monkeypatch.setattr(kubernetes, "_run_pod", lambda handle: None)  # the run's, gone
+    monkeypatch.setattr(kubernetes, "_job", lambda handle: pytest.fail("the Job was read"))
+    monkeypatch.setattr(backend, "_killed", set())  # not stopped by this process
     monkeypatch.setattr(backend, "_drain_output", lambda namespace, name: None)
     handle = RunHandle(
         backend="kubernetes",
@@ -183,6 +208,7 @@ def test_the_run_is_the_pod_it_started_in_not_a_replacement(
         details={"namespace": "ns", backend.POD_DETAIL: "p"},
     )
     assert kubernetes.wait(handle, 10) == backend.KILLED_STATUS
+    assert clock.sleeps == []
     with pytest.raises(backend.ResultsGoneError, match="are gone"):
         kubernetes.collect_results(handle, Path("/nonexistent"))
 

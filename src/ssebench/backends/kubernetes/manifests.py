@@ -46,9 +46,13 @@ COLLECTOR_RESOURCES = {
     "requests": {"cpu": "10m", "memory": "32Mi"},
     "limits": {"cpu": "500m", "memory": "128Mi"},
 }
-# Short: a deleted pod's task container gets SIGTERM and grades what is there, but the
-# results die with the pod, so there is nothing worth waiting long for.
-TERMINATION_GRACE_SECONDS = 10
+# None: a run's pod is deleted once its results are read (or, still running, its results
+# die with it), so nothing is worth waiting for. The API server removes a pod whose grace
+# is 0 at once, where a graceful one stays until its kubelet confirms its containers
+# gone (2 to 3 s here): a full node can take the next run's pod that much sooner
+# (docs/performance.md, "A full node"). The kubelet still sends SIGTERM and gives
+# each container 2 s before SIGKILL.
+TERMINATION_GRACE_SECONDS = 0
 KUBE_DNS = {
     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}},
     "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
