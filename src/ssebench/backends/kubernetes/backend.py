@@ -286,6 +286,13 @@ class _Pace:
         return self.pause
 
 
+def _names_its_pod(handle: RunHandle) -> bool:
+    """True for start's handle, which names the pod start saw: that pod gone is the run
+    killed. A run's pod has no grace, so a deleted one is gone at once, while its Job
+    lives on (with a replacement on clusters before 1.26, which is not the run)."""
+    return POD_DETAIL in handle.details
+
+
 def _iso(timestamp: Any) -> str | None:
     if timestamp is None:
         return None
@@ -737,10 +744,7 @@ class KubernetesBackend(Backend):
     def wait(self, handle: RunHandle, timeout: float | None) -> int:
         namespace = self._namespace_of(handle)
         deadline = None if timeout is None else time.monotonic() + timeout
-        # A handle that names its pod is start's, which saw it: that pod gone is the run
-        # killed (its pod has no grace, so a deleted one is gone at once, while its Job
-        # lives on, with a replacement on clusters before 1.26).
-        seen = POD_DETAIL in handle.details
+        seen = _names_its_pod(handle)
         pace = _Pace()
         output = _output_thread(namespace, handle.details.get(POD_DETAIL, ""))
         if output is not None:
@@ -931,10 +935,8 @@ class KubernetesBackend(Backend):
             state, _ = _task_state(pod)
             if state == "exited" or (pod is not None and pod.metadata.deletion_timestamp):
                 return
-            if pod is None and (POD_DETAIL in handle.details or self._job(handle) is None):
-                # The pod the run started in is gone (a run's pod has no grace, so a
-                # deleted one goes at once), or nothing of the run is left to stop.
-                return
+            if pod is None and (_names_its_pod(handle) or self._job(handle) is None):
+                return  # the pod it started in is gone, or nothing of the run is left
             if pod is not None and state == "running" and not signalled:
                 with contextlib.suppress(BackendError):  # it may have just exited
                     self._signal(namespace, pod.metadata.name, manifests.TASK_CONTAINER)
