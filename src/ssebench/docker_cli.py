@@ -4,7 +4,7 @@ installed" into one clear UserError.
 
 A module of its own, apart from the image package (ssebench.images), because `ssebench
 runs list` needs it and must not import the image builds (docs/performance.md,
-"Start-up")."""
+"Docker side: start-up and listing")."""
 
 from __future__ import annotations
 

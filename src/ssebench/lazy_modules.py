@@ -1,7 +1,8 @@
 """A module imported on its first use, for a module that only some of its importer's
 calls need: the Docker backend's class names its build, run and clean-up modules this
 way, so `ssebench runs list`, which only lists, starts without them (docs/performance.md,
-"Start-up"). tests/unit/test_cli_startup.py checks which modules a command imports."""
+"Docker side: start-up and listing"). tests/unit/test_cli_startup.py checks which modules
+a command imports."""
 
 from __future__ import annotations
 

@@ -114,7 +114,7 @@ def test_listing_runs_imports_only_what_listing_needs(words: list[str]) -> None:
 
 # What `runs list` on Docker does without: the backend itself and the extension API (with
 # dataclasses and inspect), and the standard library's typing, pathlib and urllib
-# (docs/performance.md, "Start-up").
+# (docs/performance.md, "`runs list` without the extension API").
 NOT_FOR_RUNS_LIST = (
     "ssebench.backends.docker.backend",
     "ssebench.extensions",

@@ -14,8 +14,8 @@ from ssebench import __version__
 from ssebench.errors import SsebenchError
 
 # typing.TYPE_CHECKING without importing typing, whose import is 2 ms of `ssebench runs
-# list` (docs/performance.md, "Start-up"). The modules on that path use typing only in
-# annotations, and mypy takes any TYPE_CHECKING as true.
+# list` (docs/performance.md, "`runs list` without the extension API"). The modules on
+# that path use typing only in annotations, and mypy takes any TYPE_CHECKING as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 else:
     # Imported on first use: `ssebench runs list` and `runs inspect` need only listing,
     # and these (image builds, the proxy's network, tar extraction) would double their
-    # start-up (docs/performance.md, "Start-up").
+    # start-up (docs/performance.md, "Docker side: start-up and listing").
     builds = LazyModule("ssebench.images.builds")
     archive = LazyModule("ssebench.backends.docker.archive")
     children = LazyModule("ssebench.backends.docker.children")

@@ -3,7 +3,7 @@ that `ssebench runs list` prints (listed) or as RunInfo (list_runs).
 
 listed imports neither the extension API nor the rest of the backend, and `runs list`
 on Docker calls it alone (cli/runs.py): the extension API's dataclasses are a third of
-that command's start-up (docs/performance.md, "Start-up")."""
+that command's start-up (docs/performance.md, "`runs list` without the extension API")."""
 
 from __future__ import annotations
 
