@@ -29,6 +29,7 @@ from common import (
     Result,
     cluster_problem,
     main,
+    profiled_run,
     reference_image,
     reference_run_env,
     run,
@@ -49,18 +50,25 @@ BARE_COMMAND = (
 BASELINE = "bare Job by hand (kubectl create, wait, logs, delete --wait=false)"
 
 
+def run_arguments(work: Path, run_id: str) -> list[str]:
+    """`ssebench run`'s arguments for the run run_id, its results under work."""
+    from k8s_common import TASK
+
+    return [
+        *("--prebuilt", "--backend", "kubernetes"),
+        *("--local", str(PILOT), "--task", TASK, "--agent", "reference"),
+        *("--run-id", run_id, "--results", str(work / "ssebench")),
+    ]
+
+
 def ssebench_run(work: Path, run_id: str) -> tuple[float, float]:
     """Wall seconds of one run, and the seconds from its grade to the runner's exit."""
-    from k8s_common import BENCH_REGISTRY, SSEBENCH, TASK
+    from k8s_common import BENCH_REGISTRY, SSEBENCH
 
     results = work / "ssebench"
     started = time.time()
     out = run(
-        [
-            *(SSEBENCH, "run", "--prebuilt", "--backend", "kubernetes"),
-            *("--local", str(PILOT), "--task", TASK, "--agent", "reference"),
-            *("--run-id", run_id, "--results", str(results)),
-        ],
+        [SSEBENCH, "run", *run_arguments(work, run_id)],
         env={"SSEBENCH_REGISTRY": BENCH_REGISTRY},
     )
     ended = time.time()
@@ -169,6 +177,13 @@ def measure() -> list[Result]:
             wall, after_grade = bare_job(work, f"{prefix}-bare-{round_number}", image)
             jobs.append(wall)
             job_grade_to_exit.append(after_grade)
+        profile = profiled_run(
+            "(g) where the time goes",
+            run_arguments(work, f"{prefix}-profiled"),
+            env={"SSEBENCH_REGISTRY": BENCH_REGISTRY},
+            note="one more ssebench run, its backend's calls timed; the rest: the "
+            "interpreter, imports, the command line and the run's record",
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return [
@@ -188,6 +203,7 @@ def measure() -> list[Result]:
             statistics.median(job_grade_to_exit),
             note=f"median of {ROUNDS}; goal <= 2 s",
         ),
+        profile,
     ]
 
 

@@ -22,6 +22,7 @@ from common import (
     docker_problem,
     in_turns,
     main,
+    profiled_run,
     reference_image,
     reference_run_by_hand,
     run,
@@ -43,25 +44,15 @@ def measure() -> list[Result]:
     prefix = f"bench-{secrets.token_hex(3)}"
     counter = iter(range(1000))
 
+    def run_arguments() -> list[str]:
+        """`ssebench run`'s arguments for the next run."""
+        return [
+            *("--prebuilt", "--local", str(PILOT), "--task", TASK, "--agent", "reference"),
+            *("--run-id", f"{prefix}-{next(counter)}", "--results", str(work / "ssebench")),
+        ]
+
     def ssebench_run() -> None:
-        run_id = f"{prefix}-{next(counter)}"
-        out = run(
-            [
-                *SSEBENCH,
-                "run",
-                "--prebuilt",
-                "--local",
-                str(PILOT),
-                "--task",
-                TASK,
-                "--agent",
-                "reference",
-                "--run-id",
-                run_id,
-                "--results",
-                str(work / "ssebench"),
-            ]
-        )
+        out = run([*SSEBENCH, "run", *run_arguments()])
         assert out.strip().splitlines()[-1].startswith("passed\t"), out
 
     def bare_docker_run() -> None:
@@ -75,6 +66,12 @@ def measure() -> list[Result]:
     try:
         subject, baseline, by_hand = in_turns(
             [ssebench_run, bare_docker_run, platform_by_hand], ROUNDS
+        )
+        profile = profiled_run(
+            "(a) where the time goes",
+            run_arguments(),
+            note="one more ssebench run, its backend's calls timed; the rest: the "
+            "interpreter, imports, the command line and the run's record",
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -95,6 +92,7 @@ def measure() -> list[Result]:
             by_hand,
             note=f"{TASK}, median of {ROUNDS} in turns with the above",
         ),
+        profile,
     ]
 
 

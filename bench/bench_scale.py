@@ -8,7 +8,7 @@ ru_maxrss, by wait4), and on Kubernetes the API requests per run.
 
 The figure is the larger N's wall time against the smaller N's scaled linearly
 (wall(small) x large/small): 1.00x is linear growth, above it the runs get slower as
-there are more of them. The per-phase profile (eval_profiled.py: the backend's calls
+there are more of them. The per-phase profile (profiled.py: the backend's calls
 timed, the pod's own timestamps; on Kubernetes also a watch of the pods, for when the
 node reported each start) is printed for each evaluation. Each evaluation is a first
 one of its images (a cache folder of its own), and the next begins once the cluster has
@@ -28,7 +28,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -38,6 +37,7 @@ from datetime import datetime
 from pathlib import Path
 
 from common import (
+    PROFILED,
     ROOT,
     SSEBENCH,
     Figure,
@@ -58,7 +58,6 @@ JOBS = {"kubernetes": 10, "docker": 2}
 # The tasks' IDs and dataset: scale-01 and on, so their images are this bench's only.
 PREFIX = "scale"
 _IMAGE = re.compile(rf"^(ssebench|{re.escape(BENCH_REGISTRY)})/.*/{PREFIX}-\d+:")
-PROFILED = [sys.executable, str(ROOT / "bench" / "eval_profiled.py")]
 # The task container's requests on the cluster, unless SSEBENCH_K8S_RESOURCES says
 # otherwise: the default (1 CPU) fits one run at a time on this machine's node of 2
 # allocatable CPUs, so the bench measured the scheduler's queue, not the harness. These
@@ -181,6 +180,7 @@ def evaluate(backend: str, dataset: Path, tasks: list[str], results: Path) -> Ev
     argv = [
         *PROFILED,
         str(out),
+        "eval",
         *("--backend", backend, "--prebuilt", "--dataset", str(dataset)),
         *("--tasks", *tasks, "--agent", "reference", "--jobs", str(JOBS[backend])),
         *("--results", str(results), "--run-id-prefix", prefix),

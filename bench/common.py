@@ -15,6 +15,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,6 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PILOT = ROOT / "datasets" / "pilot"
 SSEBENCH = [sys.executable, "-m", "ssebench.cli.main"]
+# An ssebench command with its backend's calls timed (profiled.py).
+PROFILED = [sys.executable, str(ROOT / "bench" / "profiled.py")]
+# The backend calls profiled.py times, in the order a run makes them.
+RUN_CALLS = ("prepare_images", "copy_from_image", "start", "wait", "collect_results", "cleanup")
 
 # ssebench as its users run it, with its modules' bytecode cached (pip compiles them on
 # install): where PYTHONDONTWRITEBYTECODE is set, every timed process would compile
@@ -69,7 +74,48 @@ class NotMeasured:
         return f"{self.name}: not measured: {self.reason}"
 
 
-Result = Figure | NotMeasured
+@dataclass(frozen=True)
+class Profile:
+    """Where the wall time of one more run of a figure's subject went: its backend's
+    calls, as profiled.py timed them, and the rest of the process (the interpreter, the
+    imports, the command line, the run's record), the wall time less the calls."""
+
+    name: str
+    wall: float
+    calls: dict[str, float]
+    # Kubernetes: the client's import and kubeconfig load, inside the first call.
+    client: float | None = None
+    note: str = ""
+
+    def parts(self) -> str:
+        said = [f"{call} {seconds:.2f} s" for call, seconds in self.calls.items()]
+        said.append(f"the rest {self.wall - sum(self.calls.values()):.2f} s")
+        if self.client is not None:
+            said.append(f"of the calls, the kubernetes client's load {self.client:.2f} s")
+        return ", ".join(said)
+
+    def line(self) -> str:
+        note = f"  ({self.note})" if self.note else ""
+        return f"{self.name}: {self.wall:.3f} s: {self.parts()}{note}"
+
+
+Result = Figure | NotMeasured | Profile
+
+
+def profiled_run(
+    name: str, arguments: list[str], *, env: dict[str, str] | None = None, note: str = ""
+) -> Profile:
+    """One `ssebench run <arguments>` under profiled.py, timed from outside as the
+    figures' runs are; raises unless it passed."""
+    with tempfile.TemporaryDirectory(prefix="ssebench-bench-profile-") as folder:
+        out = Path(folder) / "profile.json"
+        started = time.perf_counter()
+        said = run([*PROFILED, str(out), "run", *arguments], env=env)
+        wall = time.perf_counter() - started
+        assert said.strip().splitlines()[-1].startswith("passed\t"), said
+        seconds = json.loads(out.read_text())["seconds"]
+    calls = {call: seconds[call] for call in RUN_CALLS if call in seconds}
+    return Profile(name, wall, calls, seconds.get("client"), note)
 
 
 def median_seconds(action: Callable[[], object], rounds: int) -> float:

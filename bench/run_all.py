@@ -22,7 +22,7 @@ import bench_run_overhead
 import bench_runs_list
 import bench_scale
 import bench_startup
-from common import Figure, NotMeasured, Result, machine
+from common import Figure, NotMeasured, Profile, Result, machine
 
 BENCHMARKS = (
     bench_startup,
@@ -67,6 +67,11 @@ def main() -> int:
                 print(
                     f"| {result.name} | {ratio} | {result.subject} "
                     f"{result.subject_value:.3f} {result.unit} | {baseline} | {result.note} |"
+                )
+            elif isinstance(result, Profile):
+                print(
+                    f"| {result.name} | profile | {result.parts()} | "
+                    f"wall {result.wall:.3f} s | {result.note} |"
                 )
             else:
                 print(f"| {result.name} | not measured | | | {result.reason} |")
