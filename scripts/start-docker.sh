@@ -5,8 +5,20 @@ set -euo pipefail
 if docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
   exit 0
 fi
-echo "start-docker: starting dockerd"
-setsid dockerd >/var/log/dockerd.log 2>&1 < /dev/null &
+# dockerd refuses to start while its pid file names a live process. After a machine's
+# restart the file survives and its number may now be another process's.
+pidfile=/var/run/docker.pid
+pid=$(cat "$pidfile" 2>/dev/null || true)
+if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null || true)" = dockerd ]; then
+  echo "start-docker: dockerd (process $pid) is starting; waiting for it"
+else
+  if [ -e "$pidfile" ]; then
+    echo "start-docker: removing $pidfile, left by a dockerd that is gone"
+    rm -f "$pidfile"
+  fi
+  echo "start-docker: starting dockerd"
+  setsid dockerd >/var/log/dockerd.log 2>&1 < /dev/null &
+fi
 for _ in $(seq 1 60); do
   if docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
     echo "start-docker: dockerd is up"

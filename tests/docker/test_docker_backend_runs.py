@@ -253,6 +253,34 @@ def test_prune_removes_an_archive_volume_whose_runner_is_gone() -> None:
         docker_lines("volume", "rm", "--force", *volumes.values())
 
 
+def test_a_kubernetes_pods_container_is_neither_listed_nor_pruned() -> None:
+    """A Kubernetes node whose runtime is this dockerd (dockershim) gives a run's pod's
+    sandbox container the pod's labels. Here one is made by hand, as dockershim makes
+    it, for a run whose runner is gone: Docker's `runs list` and prune leave it alone."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    run_id = new_run_id("pod")
+    name = f"k8s_POD_ssebench-{run_id}_ns_0000_0"
+    docker_lines(
+        "container", "create", "--name", name,
+        "--label", f"ssebench.run-id={run_id}",
+        "--label", "ssebench.webui=true",
+        "--label", f"ssebench.runner-host={socket.gethostname()}",
+        "--label", f"ssebench.runner-pid={ended.pid}",
+        "--label", f"ssebench.deadline={int(time.time()) - 60}",
+        "--label", "io.kubernetes.pod.uid=0000",
+        "--label", "io.kubernetes.docker.type=podsandbox",
+        "debian:bookworm-slim", "true",
+    )  # fmt: skip
+    try:
+        assert listed(run_id) is None
+        pruned = json.loads(ssebench("runs", "prune", "--json").stdout)
+        assert run_id not in [entry["run_id"] for entry in pruned["removed"]]
+        assert docker_lines("container", "ls", "--all", "--quiet", "--filter", f"name={name}")
+    finally:
+        docker_lines("container", "rm", "--force", name)
+
+
 def test_a_second_signal_ends_the_runner_at_once_and_records_the_run(tmp_path: Path) -> None:
     """The first SIGTERM stops the run; the second ends ssebench now, without removing
     the container (that is left to prune), and the run is recorded all the same."""

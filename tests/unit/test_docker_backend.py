@@ -288,6 +288,20 @@ def test_list_runs_asks_docker_twice(fake_docker: FakeDocker) -> None:
     assert two.handle == RunHandle(backend="docker", run_id="two", name="ssebench-two")
 
 
+def test_list_runs_through_the_cli_leaves_out_kubernetes_pods(fake_docker: FakeDocker) -> None:
+    """A pod's sandbox container on a dockershim node carries the pod's labels."""
+    sandbox = inspected_container("k8s_POD_ssebench-two-x_ns_0000_0", "running", 0)
+    sandbox["Config"]["Labels"]["io.kubernetes.pod.uid"] = "0000"  # type: ignore[index]
+    fake_docker.on("ps", stdout="id1\nid2\n")
+    fake_docker.on(
+        "container",
+        "inspect",
+        stdout=json.dumps([inspected_container("ssebench-one", "running", 0), sandbox]),
+    )
+    runs = DockerBackend().list_runs({labels.WEBUI: "true"})
+    assert [run.name for run in runs] == ["ssebench-one"]
+
+
 def test_list_runs_with_none(fake_docker: FakeDocker) -> None:
     assert DockerBackend().list_runs({labels.RUN_ID: "nothing"}) == []
     assert len(fake_docker.calls()) == 1

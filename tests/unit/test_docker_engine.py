@@ -234,6 +234,42 @@ def test_runs_list_prints_the_runs_list_runs_finds(
     )
 
 
+# The sandbox container of a Kubernetes run's pod, on a node whose runtime is the same
+# dockerd (dockershim): the pod's labels, and the runtime's own.
+POD_SANDBOX = {
+    "Id": "d" * 64,
+    "Names": ["/k8s_POD_ssebench-run-4-x_ns_0000_0"],
+    "Image": "k8s.gcr.io/pause:3.2",
+    "Labels": {
+        "ssebench.run-id": "run-4",
+        "ssebench.webui": "true",
+        "io.kubernetes.pod.uid": "0000",
+        "io.kubernetes.docker.type": "podsandbox",
+    },
+    "State": "running",
+    "Status": "Up 5 seconds",
+    "Created": 1764547380,
+}
+
+
+def test_a_kubernetes_pods_container_is_not_a_docker_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Neither list_runs (and so prune) nor `runs list` takes it for one."""
+    answer = http_answer(json.dumps([*LISTED, POD_SANDBOX]).encode())
+    fake = daemon(tmp_path, monkeypatch, answer)
+    monkeypatch.delenv("SSEBENCH_BACKEND", raising=False)
+    try:
+        runs = DockerBackend().list_runs({"ssebench.webui": "true"})
+        assert main(["runs", "list", "--json"]) == 0
+    finally:
+        fake.close()
+        fake.path.unlink(missing_ok=True)
+    assert [run.run_id for run in runs] == ["run-1", "run-2"]
+    printed = json.loads(capsys.readouterr().out)
+    assert [run["run_id"] for run in printed["runs"]] == ["run-1", "run-2"]
+
+
 @pytest.mark.parametrize(
     "text",
     ['{"label": ["ssebench.webui=true"]}', "a b/c?d&e=f%+#", "\u00fc\u20ac\U0001f600", "~-._", ""],

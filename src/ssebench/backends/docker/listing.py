@@ -59,10 +59,24 @@ def _containers(labels: Mapping[str, str]) -> list[Mapping[str, Any]]:
     try:
         found = engine.get_json(engine.containers_path(dict(labels)))
     except engine.EngineUnavailable:
-        return _inspected_by_cli(labels)
-    if not isinstance(found, list):
-        return _inspected_by_cli(labels)
-    return [_as_inspected(entry) for entry in found if isinstance(entry, dict)]
+        containers = _inspected_by_cli(labels)
+    else:
+        if isinstance(found, list):
+            containers = [_as_inspected(entry) for entry in found if isinstance(entry, dict)]
+        else:
+            containers = _inspected_by_cli(labels)
+    return [container for container in containers if not _of_a_kubernetes_pod(container)]
+
+
+# A Kubernetes node whose runtime is this dockerd (dockershim, cri-dockerd) gives each
+# pod's sandbox container the pod's labels, so a Kubernetes run's pod would be listed,
+# and pruned, as a Docker run. The runtime marks every container it makes with this.
+_KUBERNETES_POD_LABEL = "io.kubernetes.pod.uid"
+
+
+def _of_a_kubernetes_pod(container: Mapping[str, Any]) -> bool:
+    config = container.get("Config") or {}
+    return _KUBERNETES_POD_LABEL in (config.get("Labels") or {})
 
 
 def _as_inspected(entry: Mapping[str, Any]) -> dict[str, Any]:
