@@ -19,6 +19,7 @@ from common import (
     Figure,
     Result,
     bare_reference_run,
+    built_reference_image,
     docker_problem,
     in_turns,
     main,
@@ -40,6 +41,7 @@ def measure() -> list[Result]:
     problem = docker_problem()
     if problem:
         return [NotMeasured("run overhead", problem)]
+    built_reference_image(TASK)
     work = Path(tempfile.mkdtemp(prefix="ssebench-bench-run-"))
     prefix = f"bench-{secrets.token_hex(3)}"
     counter = iter(range(1000))

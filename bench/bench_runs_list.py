@@ -15,6 +15,7 @@ from common import (
     NotMeasured,
     Result,
     alternate,
+    built_reference_image,
     docker_problem,
     main,
     reference_image,
@@ -65,6 +66,7 @@ def measure() -> list[Result]:
     problem = docker_problem()
     if problem:
         return [NotMeasured("runs list", problem)]
+    built_reference_image("py-semver-prerelease")
     session = f"bench-{secrets.token_hex(3)}"
     figures: list[Result] = []
     created = 0

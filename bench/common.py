@@ -177,6 +177,25 @@ def reference_image(task: str, registry: str = "ssebench") -> str:
     return prebuilt_images(request).run
 
 
+def built_reference_image(task: str) -> str:
+    """reference_image(task) of the pilot, built first (one run of it without --prebuilt,
+    not timed) where this machine's Docker does not have it yet: the figures that use it
+    would otherwise fail on a fresh machine, where nothing can be pulled."""
+    image = reference_image(task)
+    present = subprocess.run(["docker", "image", "inspect", image], capture_output=True)
+    if present.returncode != 0:
+        print(f"bench: building {image} (one ssebench run of {task})", file=sys.stderr)
+        with tempfile.TemporaryDirectory(prefix="ssebench-bench-build-") as results:
+            run(
+                [
+                    *(*SSEBENCH, "run", "--local", str(PILOT), "--task", task),
+                    *("--agent", "reference", "--results", results),
+                ],
+                timeout=1800,
+            )
+    return image
+
+
 def bare_reference_run(image: str, patch: Path, run_dir: Path, network: str = "none") -> None:
     """The baseline of a reference run: a bare `docker run --rm` of its image with the
     mounts and environment the runner gives it (run_dir, new, holds its results);
