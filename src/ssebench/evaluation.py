@@ -518,6 +518,7 @@ class Evaluation:
         self.spend_stop: str | None = None
         # Opening a key may start the local proxy stack: one at a time.
         self._model_lock = threading.Lock()
+        self._telling = threading.Lock()
         # Interleaved: every entry's attempt n of a task before any attempt n + 1.
         self.runs = [
             TaskRun(task=task, entry=entry, attempt=attempt)
@@ -679,8 +680,8 @@ class Evaluation:
             run.error_msg = message
         run.finished = time.monotonic()
         run.state = "done"
-        if self.listener is not None and status != "not_run":
-            self.listener("finished", run)
+        if status != "not_run":
+            self._tell("finished", run)
         with self._lock:
             self._left -= 1
             if self._left == 0:
@@ -774,8 +775,7 @@ class Evaluation:
             agent=settings.agent.name,
             run_id=settings.run_id,
         ).path
-        if self.listener is not None:
-            self.listener("started", run)
+        self._tell("started", run)
         backend = ScheduledBackend(
             self.backend,
             starting=self._gates.starting,
@@ -822,6 +822,22 @@ class Evaluation:
                 status if status in ("passed", "failed") else "error",
                 summary.get("error_msg") or (None if failure is None else _describe(failure)),
             )
+
+    def _tell(self, kind: str, run: TaskRun) -> None:
+        """Tell the listener (the terminal's display) that run started or finished. A
+        listener that fails, as the display does once the pipe it writes to is closed
+        (`ssebench eval ... | head`), is told nothing more: the evaluation goes on, and
+        every run is still carried out, counted (the wait ends) and recorded."""
+        # One at a time, so that a failure is said once whichever worker meets it.
+        with self._telling:
+            listener = self.listener
+            if listener is None:
+                return
+            try:
+                listener(kind, run)
+            except Exception as error:
+                self.listener = None
+                self.say(f"the display stopped ({type(error).__name__}: {error}); the runs go on")
 
     def _log_traceback(self, run: TaskRun, error: BaseException) -> None:
         text = "".join(traceback.format_exception(error))

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from ssebench.agents import load_agent
+from ssebench.cli.eval_display import Progress
 from ssebench.errors import BackendError, ImageUnavailableError, UserError
 from ssebench.evaluation import (
     Evaluation,
@@ -719,6 +720,63 @@ def test_runs_start_interleaved_and_images_are_prepared_once_per_task_and_agent(
     ]
     assert sorted(backend.prepared) == ["task-0", "task-0", "task-1", "task-1"]
     assert [run.status for run in job.runs].count("passed") == 6
+
+
+def test_a_display_whose_pipe_is_gone_stops_but_the_evaluation_finishes(tmp_path: Path) -> None:
+    """`ssebench eval ... | head`: once the reader is gone, every write of the display
+    fails. The evaluation used to count no run as done from then on, and waited forever."""
+    backend = CountingBackend()
+    job = evaluation(backend, many_tasks(4), tmp_path, Limits.for_jobs(2))
+    told: list[str] = []
+
+    def broken_display(kind: str, run: TaskRun) -> None:
+        told.append(kind)
+        raise BrokenPipeError(32, "Broken pipe")
+
+    job.listener = broken_display
+    waiting = threading.Thread(target=job.run, daemon=True)
+    waiting.start()
+    waiting.join(60)
+    assert not waiting.is_alive(), "the evaluation did not end"
+    assert [run.status for run in job.runs] == ["passed"] * 4
+    assert len(told) == 1  # told nothing more once it failed
+    log = job.log.getvalue()  # type: ignore[attr-defined]
+    assert log.count("the display stopped (BrokenPipeError") == 1
+
+
+def test_eval_whose_reader_is_gone_finishes_and_writes_its_report(tmp_path: Path) -> None:
+    """`ssebench eval ... 2>&1 | head -c 1`, as a process: the reader closes the pipe after
+    the first byte; the evaluation still carries out every run and writes its report."""
+    results = tmp_path / "results"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ssebench.cli.main", *eval_arguments(results), "--attempts", "3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert process.stdout is not None
+    try:
+        process.stdout.read(1)
+        process.stdout.close()
+        process.wait(timeout=60)
+    finally:
+        process.kill()  # a hung one (as before the fix) is not left behind
+        process.wait()
+    (report_path,) = results.glob("eval-*.json")
+    report = json.loads(report_path.read_text())
+    assert report["in_progress"] is False
+    assert (report["counts"]["total"], report["counts"]["passed"]) == (6, 6)
+
+
+def test_the_display_closes_on_a_pipe_that_is_gone(tmp_path: Path) -> None:
+    job = evaluation(CountingBackend(), many_tasks(1), tmp_path, Limits.for_jobs(1))
+
+    class Gone(io.StringIO):
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    progress = Progress(job, Gone(), live=False)
+    progress.refresh()
+    progress.close()  # no error: the report is written after it
 
 
 @dataclasses.dataclass

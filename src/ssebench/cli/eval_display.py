@@ -8,6 +8,7 @@ counts, so a CI log or a pipe reads well.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -145,7 +146,7 @@ class Progress:
             self.out.flush()
 
     def refresh(self) -> None:
-        with self._lock:
+        with self._lock, contextlib.suppress(OSError):  # a terminal gone: as close()
             if self._live is not None:
                 self._live.update(self._renderable(), refresh=True)
 
@@ -154,5 +155,7 @@ class Progress:
             if self._live is not None:
                 self._live.stop()
                 self._live = None
-            self.out.flush()
+            # A reader gone (`| head`) must not keep the report from being written.
+            with contextlib.suppress(OSError):
+                self.out.flush()
             self.live = False
