@@ -59,12 +59,13 @@ def _containers(labels: Mapping[str, str]) -> list[Mapping[str, Any]]:
     try:
         found = engine.get_json(engine.containers_path(dict(labels)))
     except engine.EngineUnavailable:
-        containers = _inspected_by_cli(labels)
+        found = None
+    if isinstance(found, list):
+        containers: list[Mapping[str, Any]] = [
+            _as_inspected(entry) for entry in found if isinstance(entry, dict)
+        ]
     else:
-        if isinstance(found, list):
-            containers = [_as_inspected(entry) for entry in found if isinstance(entry, dict)]
-        else:
-            containers = _inspected_by_cli(labels)
+        containers = _inspected_by_cli(labels)
     return [container for container in containers if not _of_a_kubernetes_pod(container)]
 
 
