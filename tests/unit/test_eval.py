@@ -767,6 +767,36 @@ def test_eval_whose_reader_is_gone_finishes_and_writes_its_report(tmp_path: Path
     assert (report["counts"]["total"], report["counts"]["passed"]) == (6, 6)
 
 
+def test_eval_whose_summary_reader_is_gone_still_exits_with_its_verdict(tmp_path: Path) -> None:
+    """`ssebench eval --require-pass ... | true`: the summary's reader is gone before it is
+    printed; the exit status still says that not every run passed, and nothing is raised."""
+    results = tmp_path / "results"
+    errors = tmp_path / "stderr"
+    with errors.open("w") as stderr:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "ssebench.cli.main",
+                *eval_arguments(results, "dummy", "--require-pass"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+        )
+        assert process.stdout is not None
+        process.stdout.close()
+        try:
+            returncode = process.wait(timeout=60)
+        finally:
+            process.kill()
+            process.wait()
+    assert returncode == 1, errors.read_text()
+    assert "Traceback" not in errors.read_text()
+    assert "Exception ignored" not in errors.read_text()
+    (report_path,) = results.glob("eval-*.json")
+    assert json.loads(report_path.read_text())["counts"]["passed"] == 0
+
+
 def test_the_display_closes_on_a_pipe_that_is_gone(tmp_path: Path) -> None:
     job = evaluation(CountingBackend(), many_tasks(1), tmp_path, Limits.for_jobs(1))
 

@@ -273,8 +273,11 @@ def output_into(log: Path) -> Iterator[tuple[TextIO, TextIO]]:
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        terminal_out.close()
-        terminal_err.close()
+        for terminal in (terminal_out, terminal_err):
+            # Its reader gone, what is left in its buffer has nowhere to go; the file is
+            # closed all the same, and the descriptors below must still be restored.
+            with contextlib.suppress(BrokenPipeError):
+                terminal.close()
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         for number in (*saved, descriptor):
@@ -401,7 +404,10 @@ def eval_command(arguments: argparse.Namespace) -> int:
             progress.close()
         report = evaluation.report({**about, "in_progress": False})
         write_json(report_path, report)
-        _print_summary(evaluation, report, report_path, terminal_out)
+        # `eval ... | head`: with the summary's reader gone the report is still on disk,
+        # and the exit status below must still give the verdict (main would say 0).
+        with contextlib.suppress(BrokenPipeError):
+            _print_summary(evaluation, report, report_path, terminal_out)
     if received:
         return 128 + received[0]
     if arguments.require_pass and report["counts"]["passed"] != report["counts"]["total"]:
