@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from common import Figure, NotMeasured, Result, cluster_problem, main
+from common import Figure, NotMeasured, Result, cluster_problem, main, publish_locally
 
 # create x3, watch x2, log, exec, delete x3
 HAND_WRITTEN_MINIMUM = 10
@@ -31,11 +31,11 @@ def measure() -> list[Result]:
     problem = cluster_problem()
     if problem:
         return [NotMeasured("(e) Kubernetes API calls per run", problem)]
-    from k8s_common import pilot_run, publish_locally
+    from k8s_common import BENCH_REGISTRY, TASK, pilot_run
 
     from ssebench.backends import load_backend
 
-    publish_locally("reference", "sleeper")
+    publish_locally(BENCH_REGISTRY, TASK, "reference", "sleeper")
     backend = load_backend("kubernetes")
     forget_image_checks()
     calls, status = counted(lambda results: pilot_run(backend, results))

@@ -30,6 +30,7 @@ from common import (
     cluster_problem,
     main,
     profiled_run,
+    publish_locally,
     reference_image,
     reference_run_env,
     run,
@@ -161,9 +162,9 @@ def measure() -> list[Result]:
     problem = cluster_problem()
     if problem:
         return [NotMeasured("(g) Kubernetes run wall time", problem)]
-    from k8s_common import BENCH_REGISTRY, TASK, publish_locally
+    from k8s_common import BENCH_REGISTRY, TASK
 
-    publish_locally("reference")
+    publish_locally(BENCH_REGISTRY, TASK, "reference")
     image = reference_image(TASK, BENCH_REGISTRY)
     work = Path(tempfile.mkdtemp(prefix="ssebench-bench-k8s-wall-"))
     prefix = f"bench-{secrets.token_hex(3)}"

@@ -177,22 +177,30 @@ def reference_image(task: str, registry: str = "ssebench") -> str:
     return prebuilt_images(request).run
 
 
+def publish_locally(registry: str, task: str, *agents: str) -> None:
+    """Build the pilot task's sandbox images of agents into this machine's Docker under
+    the names `ssebench run --prebuilt` gives them in registry (not timed)."""
+    subprocess.run(
+        [
+            *(*SSEBENCH, "images", "publish", "--registry", registry),
+            *("--local", str(PILOT), "--tasks", task, "--agents", *agents),
+            *("--mode", "sandbox", "--load", "local"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=1800,
+    )
+
+
 def built_reference_image(task: str) -> str:
-    """reference_image(task) of the pilot, built first (one run of it without --prebuilt,
-    not timed) where this machine's Docker does not have it yet: the figures that use it
-    would otherwise fail on a fresh machine, where nothing can be pulled."""
+    """reference_image(task) of the pilot, built first where this machine's Docker does
+    not have it yet: the figures that use it would otherwise fail on a fresh machine,
+    where nothing can be pulled."""
     image = reference_image(task)
     present = subprocess.run(["docker", "image", "inspect", image], capture_output=True)
     if present.returncode != 0:
-        print(f"bench: building {image} (one ssebench run of {task})", file=sys.stderr)
-        with tempfile.TemporaryDirectory(prefix="ssebench-bench-build-") as results:
-            run(
-                [
-                    *(*SSEBENCH, "run", "--local", str(PILOT), "--task", task),
-                    *("--agent", "reference", "--results", results),
-                ],
-                timeout=1800,
-            )
+        print(f"bench: building {image}", file=sys.stderr)
+        publish_locally("ssebench", task, "reference")
     return image
 
 

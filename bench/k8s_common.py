@@ -3,7 +3,7 @@
 They need a cluster whose node uses this machine's Docker image store (k8s-local, or
 kind after `kind load`), the kubernetes client, and `SSEBENCH_K8S_IMAGE_PULL_POLICY=Never`
 where nothing can be pulled: the images are published into the local store under
-BENCH_REGISTRY with `ssebench images publish --load docker` (see docs/kubernetes.md).
+BENCH_REGISTRY with `ssebench images publish --load local` (see docs/kubernetes.md).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import subprocess
 import sys
 import threading
 import time
@@ -32,20 +31,6 @@ TASK = os.environ.get("SSEBENCH_BENCH_K8S_TASK", "py-semver-prerelease")
 # The benchmarks' prebuilt images are published under this registry, in the local store.
 BENCH_REGISTRY = "ssebench-bench"
 SSEBENCH = str(Path(sys.executable).with_name("ssebench"))
-
-
-def publish_locally(*agents: str) -> None:
-    """Give the task's images of agents their prebuilt names under BENCH_REGISTRY."""
-    subprocess.run(
-        [
-            *(SSEBENCH, "images", "publish", "--registry", BENCH_REGISTRY),
-            *("--local", str(PILOT), "--tasks", TASK, "--agents", *agents),
-            *("--mode", "sandbox", "--load", "docker"),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=1800,
-    )
 
 
 @contextmanager
