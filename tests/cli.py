@@ -54,6 +54,30 @@ def start_ssebench(
     )
 
 
+def ssebench_with_reader_gone(
+    *arguments: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> int:
+    """Run ssebench to the end with stdout and stderr on a pipe whose reader is gone, as
+    `ssebench ... | head` once head has quit; its exit status."""
+    reading, writing = os.pipe()
+    os.close(reading)
+    try:
+        process = subprocess.Popen(
+            [*SSEBENCH, *arguments],
+            stdin=subprocess.DEVNULL,
+            stdout=writing,
+            stderr=writing,
+            env={**os.environ, **(env or {})},
+        )
+    finally:
+        os.close(writing)
+    try:
+        return process.wait(timeout=timeout)
+    finally:
+        process.kill()  # one that hangs is not left behind
+        process.wait()
+
+
 def run_arguments(
     dataset: Path, task: str, agent: str, run_id: str, results: Path, *extra: str
 ) -> list[str]:

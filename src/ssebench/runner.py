@@ -43,6 +43,7 @@ from ssebench.extensions import (
     RunSpec,
     SidecarPair,
 )
+from ssebench.gone_reader import write_or_drop
 from ssebench.results import (
     NO_MODEL,
     NO_RESULT_MESSAGE,
@@ -262,8 +263,9 @@ class Runner:
         self.out = out or sys.stderr
 
     def say(self, message: str) -> None:
-        self.out.write(f"ssebench: {message}\n")
-        self.out.flush()
+        # Its reader gone, the run goes on unsaid: a raise here would leave the run
+        # unrecorded, or its model key unrevoked (ModelSession.finish says as it goes).
+        write_or_drop(self.out, f"ssebench: {message}\n")
 
     def prepare(self, settings: RunSettings) -> Images:
         return self.backend.prepare_images(settings.image_request())

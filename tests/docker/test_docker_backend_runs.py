@@ -27,6 +27,7 @@ from tests.cli import (
     signal_twice,
     sleeper_started,
     ssebench,
+    ssebench_with_reader_gone,
     start_ssebench,
 )
 from tests.conftest import PILOT_DATASET
@@ -147,6 +148,25 @@ def test_capabilities_inside_a_run(kept_run: tuple[str, object]) -> None:
     agent = [entry for entry in by_pid.values() if entry[0] == "1000"]
     assert agent, "no process of the agent's user"
     assert all(caps == 0 and nnp == "1" for _, caps, nnp in agent)
+
+
+@pytest.mark.parametrize(
+    ("agent", "status", "exit_status"), [("reference", "passed", 0), ("dummy", "failed", 1)]
+)
+def test_a_run_whose_reader_is_gone_is_graded_and_exits_with_its_verdict(
+    tmp_path: Path, agent: str, status: str, exit_status: int
+) -> None:
+    """`ssebench run --require-pass ... | head` once head has quit: docker run exits 1 at
+    its first write of the container's output ("write /dev/stdout: broken pipe") while
+    the container runs on. That 1 used to be taken for the container's status, and the
+    run was read out before it had graded: an error, and exit status 0."""
+    run_id = new_run_id("gone")
+    arguments = run_arguments(PILOT_DATASET, TASK, agent, run_id, tmp_path, "--require-pass")
+    assert ssebench_with_reader_gone(*arguments) == exit_status
+    summary = summary_of(tmp_path, run_id, agent)
+    assert (summary["status"], summary["exit_code"]) == (status, 0)
+    assert listed(run_id) is None
+    assert archive_objects(run_id) == []
 
 
 def test_runs_stop_then_remove_leave_nothing(tmp_path: Path) -> None:

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import last_line_verdict, run_arguments, ssebench, start_ssebench
+from tests.cli import (
+    last_line_verdict,
+    run_arguments,
+    ssebench,
+    ssebench_with_reader_gone,
+    start_ssebench,
+)
 from tests.conftest import PILOT_DATASET
 from tests.podman.conftest import leftovers, new_run_id
 
@@ -45,6 +51,19 @@ def test_dummy_fails_on_the_hidden_tests(mode: str, tmp_path: Path) -> None:
     summary = podman_run(tmp_path, "dummy", "--mode", mode)
     assert summary["status"] == "failed", summary
     assert summary["error_msg"] == "Hidden test failed"
+
+
+def test_a_run_whose_reader_is_gone_is_graded_and_exits_with_its_verdict(tmp_path: Path) -> None:
+    """`ssebench run --require-pass ... | head` once head has quit: podman run exits 126
+    ("write /dev/stdout: broken pipe") while the container runs on. That 126 used to be
+    recorded as the container's status, and the run read out without waiting for it."""
+    run_id = new_run_id("gone")
+    arguments = run_arguments(PILOT_DATASET, TASK, "dummy", run_id, tmp_path, "--require-pass")
+    assert ssebench_with_reader_gone(*arguments, "--backend", "podman", timeout=900) == 1
+    summary_path = tmp_path / TASK / "none" / "dummy" / run_id / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    assert (summary["status"], summary["exit_code"]) == ("failed", 0), summary
+    assert leftovers() == []
 
 
 def runs(*arguments: str) -> subprocess.CompletedProcess[str]:

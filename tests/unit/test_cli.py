@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import last_line_verdict, run_arguments, ssebench, start_ssebench
+from tests.cli import (
+    last_line_verdict,
+    run_arguments,
+    ssebench,
+    ssebench_with_reader_gone,
+    start_ssebench,
+)
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "datasets" / "tiny"
 
@@ -43,6 +49,21 @@ def test_run_passes_and_records(tmp_path: Path) -> None:
 def test_require_pass_exits_1_on_a_failed_grade(tmp_path: Path) -> None:
     assert ssebench(*tiny_run(tmp_path, "dummy", "cli-2")).returncode == 0
     assert ssebench(*tiny_run(tmp_path, "dummy", "cli-3", "--require-pass")).returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("agent", "status", "exit_status"), [("reference", "passed", 0), ("dummy", "failed", 1)]
+)
+def test_a_run_whose_reader_is_gone_is_recorded_with_its_verdict(
+    tmp_path: Path, agent: str, status: str, exit_status: int
+) -> None:
+    """`ssebench run --require-pass ... | head`, head gone before the first line: the run
+    used to end at its first line (unrecorded, its result.json empty) with exit status 0."""
+    arguments = tiny_run(tmp_path, agent, "cli-gone", "--require-pass")
+    assert ssebench_with_reader_gone(*arguments, timeout=120) == exit_status
+    run_dir = tmp_path / "results" / "tiny-add" / "none" / agent / "cli-gone"
+    assert json.loads((run_dir / "result.json").read_text())["status"] == status
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == status
 
 
 @pytest.mark.parametrize(

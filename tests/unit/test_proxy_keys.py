@@ -21,7 +21,7 @@ from ssebench.tasks import load_dataset
 from ssebench.testing.fake import STATE_VARIABLE, FakeBackend
 from tests.conftest import TINY_DATASET
 from tests.fixtures.litellm_admin_standin import StandIn, litellm_standin
-from tests.unit.test_runner import RecordingBackend, settings
+from tests.unit.test_runner import GoneTerminal, RecordingBackend, settings
 
 MASTER = "sk-master-9f8e7d6c5b4a"
 MODEL = "claude-sonnet-4-6"
@@ -257,6 +257,22 @@ def test_the_runner_records_the_spend_and_revokes_the_key(proxy: StandIn, tmp_pa
     assert proxy.keys == {}
     written = [p.read_text() for p in outcome.run_dir.rglob("*") if p.is_file()]
     assert not any(session.key.secret in text for text in [*written, out.getvalue()])
+
+
+def test_the_runner_revokes_the_key_when_its_terminal_is_gone(
+    proxy: StandIn, tmp_path: Path
+) -> None:
+    """`ssebench run --model ... 2>&1 | head`: the runner's first line after the reader
+    left used to raise, and the key, whose revocation says a line first, stayed valid."""
+    session = open_model_session(
+        endpoint(proxy), MASTER, model=MODEL, budget=10, run_id="run-1", say=lambda m: None
+    )
+    proxy.set_spend(session.key.hashed, 0.25)
+    runner = Runner(RecordingBackend(), out=GoneTerminal())
+    run_settings = settings(tmp_path, agent="dummy", model=MODEL, model_env=session.env())
+    outcome = runner.run(run_settings, runner.prepare(run_settings), model_session=session)
+    assert proxy.keys == {}
+    assert outcome.summary["spend"] == 0.25
 
 
 def test_the_runner_revokes_the_key_when_the_backend_fails(proxy: StandIn, tmp_path: Path) -> None:

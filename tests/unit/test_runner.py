@@ -121,6 +121,23 @@ def test_call_order_of_a_reference_run(tmp_path: Path) -> None:
     assert backend.list_runs({"ssebench.run-id": "run-1"}) == []
 
 
+class GoneTerminal(io.StringIO):
+    """A terminal whose reader has gone: every write fails."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_run_whose_terminal_is_gone_is_carried_out_and_recorded(tmp_path: Path) -> None:
+    backend = RecordingBackend()
+    runner = Runner(backend, out=GoneTerminal())
+    run_settings = settings(tmp_path)
+    outcome = runner.run(run_settings, runner.prepare(run_settings))
+    assert backend.calls[-3:] == ["wait", "collect_results", "cleanup"]
+    assert outcome.summary["status"] == "passed"
+    assert read(outcome.run_dir / "summary.json")["status"] == "passed"
+
+
 def test_other_agents_get_no_reference_patch(tmp_path: Path) -> None:
     backend = RecordingBackend()
     run_dir, summary = run(backend, settings(tmp_path, agent="dummy"))

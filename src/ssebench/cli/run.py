@@ -13,6 +13,7 @@ from ssebench.agents import load_agent
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.errors import UserError
 from ssebench.extensions import Egress
+from ssebench.gone_reader import write_or_drop
 from ssebench.proxy import ModelAccessPlan, ModelSession, plan_model_access
 from ssebench.results import check_run_id, make_results_root, new_run_id
 from ssebench.runner import RunAbandoned, Runner, RunSettings, StopRequest, stop_on_signals
@@ -237,7 +238,8 @@ def run_command(arguments: argparse.Namespace) -> int:
     finally:
         if session is not None:
             session.finish(runner.say)  # a no-op when the runner has finished it
-    print(f"{outcome.status}\t{outcome.run_dir}")
+    # The verdict's line may find its reader gone; the exit status below still holds it.
+    write_or_drop(sys.stdout, f"{outcome.status}\t{outcome.run_dir}\n")
     if stop.exit_status is not None:
         # A second signal: recorded, and the process ends now. Not through the
         # interpreter's shutdown, which the backend's threads (a Kubernetes run's

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from ssebench.gone_reader import write_or_drop
+
 STOPPED = 143
 
 
@@ -22,9 +24,11 @@ def main(behaviour: str, results: Path, state: Path) -> int:
     log = (state / "output.log").open("a", encoding="utf-8")
 
     def say(line: str) -> None:
-        for stream in (sys.stdout, log):
-            stream.write(line + "\n")
-            stream.flush()
+        # A real container never writes to the runner's terminal, so a reader of it that
+        # has gone (`ssebench run ... | head`) does not end it: nor does it end this one.
+        write_or_drop(sys.stdout, line + "\n")
+        log.write(line + "\n")
+        log.flush()
 
     def grade(status: str, message: str | None, **extra: object) -> None:
         result = {"status": status, "error_msg": message, "task": "fake", **extra}

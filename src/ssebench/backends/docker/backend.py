@@ -423,6 +423,7 @@ class DockerBackend(Backend):
     def _wait_container(self, handle: RunHandle, timeout: float | None) -> int:
         process = children.own_process(handle)
         if process is not None:
+            started = time.monotonic()
             try:
                 status = process.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -431,27 +432,38 @@ class DockerBackend(Backend):
             # which the daemon may still be running.
             if status >= 0:
                 children.forget(handle.name)
-                return status
+                if status == 0:
+                    return status
+                # At least a second: enough for the daemon's answer about a container
+                # that has exited, which is the rule here.
+                elapsed = time.monotonic() - started
+                remaining = None if timeout is None else max(timeout - elapsed, 1.0)
+                return self._daemons_status(handle, status, remaining)
         return self._docker_wait(handle, timeout)
+
+    def _daemons_status(self, handle: RunHandle, docker_runs: int, timeout: float | None) -> int:
+        """The container's exit status as the daemon has it, docker_runs (docker run's own
+        status, not 0) where the daemon has removed the container already (--rm) or
+        cannot be asked. docker run's status is not always the container's: with its
+        stdout's reader gone (`ssebench run ... | head`) it exits 1 at its first write of
+        the container's output ("write /dev/stdout: broken pipe"), and the container runs
+        on; the wait then lasts until it ends. A 0 is always the container's own, so a
+        run that passes asks nothing more."""
+        answer = _engine_wait(handle, timeout)
+        daemons = None if answer is None else _exit_status(*answer)
+        return docker_runs if daemons is None else daemons
 
     def _docker_wait(self, handle: RunHandle, timeout: float | None) -> int:
         """The container's exit status: the Engine API's blocking wait where the API is
         at hand, else `docker wait` (the same request, made by the CLI)."""
-        path = f"/containers/{quote(handle.name, safe='')}/wait"
-        try:
-            status, answer = engine.request("POST", path, timeout=timeout)
-        except engine.EngineTimeout:
-            raise _not_ended(handle, timeout) from None
-        except engine.EngineUnavailable:
+        answer = _engine_wait(handle, timeout)
+        if answer is None:
             return self._cli_wait(handle, timeout)
-        try:
-            waited = json.loads(answer) if status == 200 else None
-            if isinstance(waited, dict) and isinstance(waited.get("StatusCode"), int):
-                return int(waited["StatusCode"])
-        except ValueError:
-            pass
+        exit_status = _exit_status(*answer)
+        if exit_status is not None:
+            return exit_status
         raise BackendError(
-            f"Cannot wait for {handle.name}: {engine.error_message(answer)}",
+            f"Cannot wait for {handle.name}: {engine.error_message(answer[1])}",
             backend=self.name,
             run_id=handle.run_id,
         )
@@ -607,6 +619,30 @@ def _created_id(answer: bytes) -> str:
     except ValueError:
         return ""
     return str(created.get("Id", "")) if isinstance(created, dict) else ""
+
+
+def _engine_wait(handle: RunHandle, timeout: float | None) -> tuple[int, bytes] | None:
+    """The Engine API's answer to a wait for the container, None where the API is not at
+    hand; TimeoutError (_not_ended) after timeout."""
+    path = f"/containers/{quote(handle.name, safe='')}/wait"
+    try:
+        return engine.request("POST", path, timeout=timeout)
+    except engine.EngineTimeout:
+        raise _not_ended(handle, timeout) from None
+    except engine.EngineUnavailable:
+        return None
+
+
+def _exit_status(status: int, answer: bytes) -> int | None:
+    """The StatusCode of an Engine API wait's answer; None for any other answer (the
+    container is gone: 404)."""
+    try:
+        waited = json.loads(answer) if status == 200 else None
+    except ValueError:
+        return None
+    if isinstance(waited, dict) and isinstance(waited.get("StatusCode"), int):
+        return int(waited["StatusCode"])
+    return None
 
 
 def _not_ended(handle: RunHandle, timeout: float | None) -> TimeoutError:

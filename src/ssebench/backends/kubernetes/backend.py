@@ -54,6 +54,7 @@ from ssebench.extensions import (
     RunState,
     prebuilt_images,
 )
+from ssebench.gone_reader import write_or_drop
 from ssebench.labels import DEADLINE, KEEP, RESULTS, RUN_ID, RUNNER_HOST, RUNNER_PID, matches
 
 __all__ = ["KubernetesBackend", "pod_is_running"]
@@ -357,10 +358,10 @@ def _copy_output(namespace: str, pod: str) -> None:
         )
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
         for chunk in response.stream(4096):
-            sys.stdout.write(decoder.decode(chunk))
-            sys.stdout.flush()
+            # A reader gone (`| head`) silences stdout; the stream is still read to its end.
+            write_or_drop(sys.stdout, decoder.decode(chunk))
     except Exception as error:  # the run goes on; only its echo on this terminal ends
-        sys.stderr.write(f"ssebench: the output of {pod} stopped: {_reason(error)}\n")
+        write_or_drop(sys.stderr, f"ssebench: the output of {pod} stopped: {_reason(error)}\n")
 
 
 def _start_output_thread(namespace: str, pod: str) -> None:

@@ -316,13 +316,31 @@ class PodmanBackend(Backend):
         with _lock:
             process = _processes.get(name)
         if process is not None and str(process.pid) == handle.details.get("pid"):
+            started = time.monotonic()
             try:
                 status = process.wait(timeout)
             except subprocess.TimeoutExpired:
                 raise TimeoutError(f"The run {handle.run_id} did not end in {timeout} s") from None
-            if status >= 0:
+            if status == 0:
                 return status
+            if status > 0:
+                # At least a second: enough to ask about a container that has exited.
+                elapsed = time.monotonic() - started
+                remaining = None if timeout is None else max(timeout - elapsed, 1.0)
+                return self._containers_status(handle, name, status, remaining)
         return self._podman_wait(handle, name, timeout)
+
+    def _containers_status(
+        self, handle: RunHandle, name: str, podman_runs: int, timeout: float | None
+    ) -> int:
+        """The container's exit status, podman_runs (podman run's own, not 0) once the
+        container is gone (--rm). With its stdout's reader gone (`ssebench run ... |
+        head`), podman run exits 126 ("attaching to container ...: write /dev/stdout:
+        broken pipe") while the container runs on: `podman wait` has its real status."""
+        try:
+            return self._podman_wait(handle, name, timeout)
+        except BackendError:  # removed already (--rm): podman run's status was its own
+            return podman_runs
 
     def _podman_wait(self, handle: RunHandle, name: str, timeout: float | None) -> int:
         try:
