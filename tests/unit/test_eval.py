@@ -37,6 +37,7 @@ from ssebench.proxy.keys import RunKey, Spend
 from ssebench.runner import RunSettings
 from ssebench.tasks import Task, load_dataset
 from ssebench.testing.fake import FakeBackend, state_root
+from tests.cli import ssebench_with_reader_gone
 from tests.conftest import TINY_DATASET
 
 TINY_TASKS = [task.id for task in load_dataset(TINY_DATASET).tasks]
@@ -795,6 +796,19 @@ def test_eval_whose_summary_reader_is_gone_still_exits_with_its_verdict(tmp_path
     assert "Exception ignored" not in errors.read_text()
     (report_path,) = results.glob("eval-*.json")
     assert json.loads(report_path.read_text())["counts"]["passed"] == 0
+
+
+def test_eval_whose_reader_is_gone_from_the_start_still_carries_out_every_run(
+    tmp_path: Path,
+) -> None:
+    """Its first line used to raise: nothing ran, and the exit status was 0."""
+    results = tmp_path / "results"
+    arguments = eval_arguments(results, "dummy", "--require-pass")
+    assert ssebench_with_reader_gone(*arguments, timeout=120) == 1
+    (report_path,) = results.glob("eval-*.json")
+    report = json.loads(report_path.read_text())
+    assert report["in_progress"] is False
+    assert (report["counts"]["total"], report["counts"]["failed"]) == (2, 2)
 
 
 def test_the_display_closes_on_a_pipe_that_is_gone(tmp_path: Path) -> None:

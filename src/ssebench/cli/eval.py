@@ -38,6 +38,7 @@ from ssebench.evaluation import (
     stop_on_signals,
 )
 from ssebench.extensions import PARALLEL_RUNS_VARIABLE
+from ssebench.gone_reader import write_or_drop
 from ssebench.proxy import ModelAccessPlan, plan_model_access
 from ssebench.reports.tables import percent
 from ssebench.results import check_run_id, make_results_root, new_run_id, write_json
@@ -370,13 +371,14 @@ def eval_command(arguments: argparse.Namespace) -> int:
         )
         counts = evaluation.counts()
         matrix = ", ".join(entry.label for entry in entries)
-        terminal_err.write(
+        # Its reader gone already, the evaluation goes on all the same, as the display's.
+        write_or_drop(
+            terminal_err,
             f"ssebench eval: {dataset.name}, {len(tasks)} tasks x {arguments.attempts} "
             f"attempt(s) x {len(entries)} agent/model ({matrix}): {counts.total} runs "
             f"({counts.skipped} graded already), {backend_name}, {jobs} at once; "
-            f"output of the runs: {log_path}\n"
+            f"output of the runs: {log_path}\n",
         )
-        terminal_err.flush()
         progress = Progress(evaluation, terminal_err, live=terminal_err.isatty())
         evaluation.listener = progress.event
         about = {
