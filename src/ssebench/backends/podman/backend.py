@@ -333,13 +333,14 @@ class PodmanBackend(Backend):
     def _containers_status(
         self, handle: RunHandle, name: str, podman_runs: int, timeout: float | None
     ) -> int:
-        """The container's exit status, podman_runs (podman run's own, not 0) once the
-        container is gone (--rm). With its stdout's reader gone (`ssebench run ... |
-        head`), podman run exits 126 ("attaching to container ...: write /dev/stdout:
-        broken pipe") while the container runs on: `podman wait` has its real status."""
+        """The container's exit status, or podman_runs (podman run's own, not 0) when the
+        container cannot be asked (removed meanwhile by `ssebench runs remove`: runs are
+        never --rm). With its stdout's reader gone (`ssebench run ... | head`), podman
+        run exits 126 ("attaching to container ...: write /dev/stdout: broken pipe")
+        while the container runs on: `podman wait` has its real status."""
         try:
             return self._podman_wait(handle, name, timeout)
-        except BackendError:  # removed already (--rm): podman run's status was its own
+        except BackendError:
             return podman_runs
 
     def _podman_wait(self, handle: RunHandle, name: str, timeout: float | None) -> int:
