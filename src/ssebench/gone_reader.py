@@ -1,15 +1,25 @@
 """Writing where the reader may be gone (`ssebench run ... | head`, a closed terminal):
-what is written then is lost, the run and the exit status are not.
+what is written then is lost, the work under way and the exit status are not.
 
 Once a write or flush fails, the stream's descriptor is pointed at /dev/null: later
-writes, from any part of the process, and the interpreter's last flush at exit then
-succeed and go nowhere. A failing flush at exit would otherwise replace the command's
-exit status with 120, and a raised BrokenPipeError abandons whatever was under way."""
+writes, from any part of the process and from the containers' clients it starts, and
+the interpreter's last flush at exit then succeed and go nowhere. A failing flush at
+exit would otherwise replace the command's exit status with 120, and a raised
+BrokenPipeError abandons whatever was under way: a prune half done, a run unrecorded.
+
+main puts sys.stdout and sys.stderr in a dropping_stream for the whole command, so
+that no command has to think of it; write_or_drop is for code that may run without
+main (the runner and the backends, called as a library)."""
 
 from __future__ import annotations
 
 import os
-from typing import TextIO
+
+# typing.TYPE_CHECKING without importing typing: main imports this module, and typing's
+# import is 2 ms of `ssebench runs list` (docs/performance.md).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 
 def write_or_drop(stream: TextIO, text: str) -> bool:
@@ -36,3 +46,42 @@ def silence(stream: TextIO) -> None:
         os.dup2(devnull, descriptor)
     finally:
         os.close(devnull)
+
+
+class DroppingStream:
+    """A text stream whose writes and flushes do not fail: once its stream's fail, the
+    stream is silenced and what follows goes nowhere. Everything else (fileno, isatty,
+    encoding) is the stream's own."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError:
+            silence(self.stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError:
+            silence(self.stream)
+
+    def close(self) -> None:
+        # A close whose last flush fails closes the file all the same. (Not
+        # contextlib.suppress: its import is 4 ms of every command's start.)
+        try:  # noqa: SIM105
+            self.stream.close()
+        except OSError:
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def dropping_stream(stream: TextIO) -> TextIO:
+    """stream, its writes and flushes made unable to fail (DroppingStream)."""
+    # A DroppingStream is a TextIO by its __getattr__, which type checkers do not follow.
+    return DroppingStream(stream)  # type: ignore[return-value]

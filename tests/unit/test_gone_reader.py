@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from ssebench.gone_reader import write_or_drop
+from ssebench.gone_reader import dropping_stream, write_or_drop
 
 
 def test_a_stream_whose_reader_is_gone_is_silenced() -> None:
@@ -19,6 +19,20 @@ def test_a_stream_whose_reader_is_gone_is_silenced() -> None:
         # succeeds.
         assert os.path.samestat(os.fstat(stream.fileno()), os.stat(os.devnull))
         assert write_or_drop(stream, "also lost\n") is True
+
+
+def test_a_dropping_stream_neither_fails_nor_hides_its_stream() -> None:
+    reading, writing = os.pipe()
+    os.close(reading)
+    with os.fdopen(writing, "w", buffering=1) as stream:
+        dropping = dropping_stream(stream)
+        assert dropping.write("lost\n") == len("lost\n")
+        assert os.path.samestat(os.fstat(stream.fileno()), os.stat(os.devnull))
+        dropping.write("also lost")
+        dropping.flush()
+        assert dropping.fileno() == stream.fileno() and not dropping.isatty()
+        dropping.close()
+        assert stream.closed
 
 
 def test_a_stream_that_takes_it_gets_it() -> None:

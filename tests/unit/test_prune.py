@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 from ssebench import labels
 from ssebench.cli import runs as runs_cli
+from ssebench.cli.main import main
 from ssebench.cli.runs import abandoned_reason
 from ssebench.extensions import ProxyEndpoint, RunHandle, RunInfo
 from ssebench.proxy import MASTER_KEY_VARIABLE, ProxyClient
@@ -153,3 +155,30 @@ def test_prune_removes_the_scratch_folders_of_dead_processes_only(
         assert mine.exists()
     assert code == 0 and report["folders"] == [str(dead)]
     assert not dead.exists() and alive.exists() and other.exists()
+
+
+def test_prune_whose_reader_is_gone_removes_every_run_and_keeps_its_verdict(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`ssebench runs prune` in a terminal closed meanwhile: its first line used to raise
+    BrokenPipeError, which left the other runs unpruned, and main said 0."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.delenv(MASTER_KEY_VARIABLE, raising=False)
+    backend = PrunedBackend(
+        [
+            abandoned_run("dead-1", **{labels.KEY_SHA256: "0" * 64}),  # kept: no master key
+            abandoned_run("dead-2"),
+            abandoned_run("dead-3"),
+        ],
+        None,
+    )
+    monkeypatch.setattr(runs_cli, "_backend", lambda arguments: backend)
+    reading, writing = os.pipe()
+    os.close(reading)
+    with os.fdopen(writing, "w", buffering=1) as terminal:  # line-buffered, as a terminal
+        monkeypatch.setattr(sys, "stdout", terminal)
+        monkeypatch.setattr(sys, "stderr", terminal)
+        code = main(["runs", "prune"])
+        assert sys.stdout is terminal and sys.stderr is terminal, "main gives them back"
+    assert backend.removed == ["dead-2", "dead-3"]
+    assert code == 1, "a kept run is still said by the exit status"

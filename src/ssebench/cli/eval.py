@@ -38,7 +38,7 @@ from ssebench.evaluation import (
     stop_on_signals,
 )
 from ssebench.extensions import PARALLEL_RUNS_VARIABLE
-from ssebench.gone_reader import write_or_drop
+from ssebench.gone_reader import dropping_stream
 from ssebench.proxy import ModelAccessPlan, plan_model_access
 from ssebench.reports.tables import percent
 from ssebench.results import check_run_id, make_results_root, new_run_id, write_json
@@ -265,8 +265,12 @@ def output_into(log: Path) -> Iterator[tuple[TextIO, TextIO]]:
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
     descriptor = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    terminal_out = open(os.dup(saved[0]), "w", encoding="utf-8", errors="replace")  # noqa: SIM115
-    terminal_err = open(os.dup(saved[1]), "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+    # As main's sys.stdout and sys.stderr: a reader gone (`eval ... | head`) loses the
+    # display and the summary, not the evaluation, its report or its exit status.
+    terminal_out, terminal_err = (
+        dropping_stream(open(os.dup(number), "w", encoding="utf-8", errors="replace"))  # noqa: SIM115
+        for number in saved
+    )
     os.dup2(descriptor, 1)
     os.dup2(descriptor, 2)
     try:
@@ -274,11 +278,8 @@ def output_into(log: Path) -> Iterator[tuple[TextIO, TextIO]]:
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
-        for terminal in (terminal_out, terminal_err):
-            # Its reader gone, what is left in its buffer has nowhere to go; the file is
-            # closed all the same, and the descriptors below must still be restored.
-            with contextlib.suppress(BrokenPipeError):
-                terminal.close()
+        terminal_out.close()
+        terminal_err.close()
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         for number in (*saved, descriptor):
@@ -371,14 +372,13 @@ def eval_command(arguments: argparse.Namespace) -> int:
         )
         counts = evaluation.counts()
         matrix = ", ".join(entry.label for entry in entries)
-        # Its reader gone already, the evaluation goes on all the same, as the display's.
-        write_or_drop(
-            terminal_err,
+        terminal_err.write(
             f"ssebench eval: {dataset.name}, {len(tasks)} tasks x {arguments.attempts} "
             f"attempt(s) x {len(entries)} agent/model ({matrix}): {counts.total} runs "
             f"({counts.skipped} graded already), {backend_name}, {jobs} at once; "
             f"output of the runs: {log_path}\n",
         )
+        terminal_err.flush()
         progress = Progress(evaluation, terminal_err, live=terminal_err.isatty())
         evaluation.listener = progress.event
         about = {
@@ -406,10 +406,7 @@ def eval_command(arguments: argparse.Namespace) -> int:
             progress.close()
         report = evaluation.report({**about, "in_progress": False})
         write_json(report_path, report)
-        # `eval ... | head`: with the summary's reader gone the report is still on disk,
-        # and the exit status below must still give the verdict (main would say 0).
-        with contextlib.suppress(BrokenPipeError):
-            _print_summary(evaluation, report, report_path, terminal_out)
+        _print_summary(evaluation, report, report_path, terminal_out)
     if received:
         return 128 + received[0]
     if arguments.require_pass and report["counts"]["passed"] != report["counts"]["total"]:

@@ -12,6 +12,7 @@ from types import FrameType
 
 from ssebench import __version__
 from ssebench.errors import SsebenchError
+from ssebench.gone_reader import dropping_stream
 
 # typing.TYPE_CHECKING without importing typing, whose import is 2 ms of `ssebench runs
 # list` (docs/performance.md, "`runs list` without the extension API"). The modules on
@@ -135,6 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         in_main_thread = True
     except ValueError:
         previous, in_main_thread = None, False
+    # A reader that goes away (`ssebench runs prune | head -1`, a closed terminal) loses
+    # what is written from then on, not the command's work nor its exit status.
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = dropping_stream(sys.stdout), dropping_stream(sys.stderr)
     try:
         code: int = arguments.handler(arguments)
     except SsebenchError as error:
@@ -146,9 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ssebench: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
     finally:
+        sys.stdout, sys.stderr = streams
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)
     return code
