@@ -23,7 +23,7 @@ from ssebench.agents import load_agent, release_version
 from ssebench.images import publish
 from ssebench.images.builds import BuildOutput, prepare_images
 from ssebench.tasks import load_dataset
-from tests.cli import last_line_verdict, run_arguments, ssebench
+from tests.cli import last_line_verdict, run_arguments, ssebench, ssebench_with_reader_gone
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id
 from tests.registry import MANIFEST_TYPES, docker, local_registry, registry_get
@@ -134,6 +134,37 @@ def test_load_docker_leaves_exactly_the_computed_names(tmp_path: Path) -> None:
         assert used == {name for name in names if "sidecar" in name}
     finally:
         untag(names or expected_names(registry))
+
+
+def test_publish_whose_reader_is_gone_publishes_every_name() -> None:
+    """`ssebench images publish ... | head -1` once head has quit: its first line used to
+    raise BrokenPipeError, which ended it with nothing published, and main said 0."""
+    registry = f"ssebench-test.local/gone-{secrets.token_hex(3)}"
+    expected = expected_names(registry)
+    try:
+        status = ssebench_with_reader_gone(
+            "images",
+            "publish",
+            "--registry",
+            registry,
+            "--local",
+            str(PILOT_DATASET),
+            "--tasks",
+            TASK,
+            "--agents",
+            AGENT,
+            "--load",
+            "docker",
+            "--build",  # so that it writes (the builds' lines) before it publishes
+            timeout=1800,
+        )
+        listed = docker("image", "ls", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+        assert sorted(item for item in listed if item.startswith(f"{registry}/")) == sorted(
+            expected
+        )
+        assert status == 0
+    finally:
+        untag(expected)
 
 
 @pytest.fixture(scope="module")
