@@ -73,6 +73,7 @@ __all__ = [
     "environment_container",
     "prebuilt_images",
     "run_cli",
+    "seconds_left",
     "wait_until_created",
 ]
 
@@ -475,6 +476,15 @@ def end_process(
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def seconds_left(timeout: float | None, started: float, *, at_least: float = 0.0) -> float | None:
+    """What is left of timeout seconds (None: no limit, also returned) counted from
+    started, a time.monotonic(), and at least at_least. A helper for a wait made of
+    steps under one timeout: the foreground run process, then the engine's own wait."""
+    if timeout is None:
+        return None
+    return max(timeout - (time.monotonic() - started), at_least)
 
 
 def cli_failure(completed: subprocess.CompletedProcess[str]) -> str:

@@ -246,3 +246,12 @@ def test_end_process_lets_it_finish_then_terminates_then_kills() -> None:
     for process in (finishing, sleeper, deaf):
         assert process.stdout is not None
         process.stdout.close()
+
+
+def test_seconds_left_counts_from_the_start_and_keeps_its_floor() -> None:
+    started = time.monotonic() - 3.0
+    left = extensions.seconds_left(10.0, started)
+    assert left is not None and 6.0 < left <= 7.0
+    assert extensions.seconds_left(2.0, started) == 0.0
+    assert extensions.seconds_left(2.0, started, at_least=1.0) == 1.0
+    assert extensions.seconds_left(None, started, at_least=1.0) is None

@@ -53,6 +53,7 @@ from ssebench.extensions import (
     container_endpoint,
     end_process,
     environment_container,
+    seconds_left,
 )
 from ssebench.lazy_modules import LazyModule
 
@@ -409,7 +410,7 @@ class DockerBackend(Backend):
         # once the environment container has graded what the agent left and exited.
         started = time.monotonic()
         status = self._wait_container(handle, timeout)
-        remaining = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        remaining = seconds_left(timeout, started)
         environment_handle = RunHandle(backend=self.name, run_id=handle.run_id, name=environment)
         try:
             self._docker_wait(environment_handle, remaining)
@@ -436,8 +437,7 @@ class DockerBackend(Backend):
                     return status
                 # At least a second: enough for the daemon's answer about a container
                 # that has exited, which is the rule here.
-                elapsed = time.monotonic() - started
-                remaining = None if timeout is None else max(timeout - elapsed, 1.0)
+                remaining = seconds_left(timeout, started, at_least=1.0)
                 return self._daemons_status(handle, status, remaining)
         return self._docker_wait(handle, timeout)
 

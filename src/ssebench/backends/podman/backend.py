@@ -45,6 +45,7 @@ from ssebench.extensions import (
     end_process,
     environment_container,
     prebuilt_images,
+    seconds_left,
     wait_until_created,
 )
 
@@ -306,7 +307,7 @@ class PodmanBackend(Backend):
         environment = handle.details.get(ENVIRONMENT_DETAIL)
         if environment is not None:
             # The run has ended once the environment container has graded and exited.
-            remaining = None if timeout is None else max(0.0, timeout - time.monotonic() + started)
+            remaining = seconds_left(timeout, started)
             with contextlib.suppress(BackendError):  # gone already: it exited (--rm)
                 self._podman_wait(handle, environment, remaining)
             _end_follower(environment)
@@ -325,8 +326,7 @@ class PodmanBackend(Backend):
                 return status
             if status > 0:
                 # At least a second: enough to ask about a container that has exited.
-                elapsed = time.monotonic() - started
-                remaining = None if timeout is None else max(timeout - elapsed, 1.0)
+                remaining = seconds_left(timeout, started, at_least=1.0)
                 return self._containers_status(handle, name, status, remaining)
         return self._podman_wait(handle, name, timeout)
 
