@@ -24,14 +24,16 @@ if TYPE_CHECKING:
 
 def write_or_drop(stream: TextIO, text: str) -> bool:
     """Write text to stream and flush it; False, and the stream silenced, when it cannot
-    take it (its reader gone, its disk full: the run goes on either way)."""
+    take it (its reader gone, its disk full: the run goes on either way), or when it is
+    a DroppingStream that has dropped a write: a command whose only work is to show
+    (`runs logs --follow`) stops then."""
     try:
         stream.write(text)
         stream.flush()
     except OSError:
         silence(stream)
         return False
-    return True
+    return not getattr(stream, "dropped", False)
 
 
 def silence(stream: TextIO) -> None:
@@ -50,24 +52,29 @@ def silence(stream: TextIO) -> None:
 
 class DroppingStream:
     """A text stream whose writes and flushes do not fail: once its stream's fail, the
-    stream is silenced and what follows goes nowhere. Everything else (fileno, isatty,
-    encoding) is the stream's own."""
+    stream is silenced, what follows goes nowhere, and dropped is True. Everything else
+    (fileno, isatty, encoding) is the stream's own."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
+        self.dropped = False
 
     def write(self, text: str) -> int:
         try:
             return self.stream.write(text)
         except OSError:
-            silence(self.stream)
+            self._drop()
             return len(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
         except OSError:
-            silence(self.stream)
+            self._drop()
+
+    def _drop(self) -> None:
+        silence(self.stream)
+        self.dropped = True
 
     def close(self) -> None:
         # A close whose last flush fails closes the file all the same. (Not

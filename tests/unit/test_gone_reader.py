@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import subprocess
 import sys
+import types
+from collections.abc import Iterator
 
+import pytest
+
+from ssebench.cli import runs as runs_cli
+from ssebench.cli.main import main
 from ssebench.gone_reader import dropping_stream, write_or_drop
 
 
@@ -59,3 +66,30 @@ def test_the_exit_status_survives_the_last_flush() -> None:
     finally:
         os.close(writing)
     assert process.wait(timeout=60) == 3
+
+
+def test_runs_logs_follow_ends_once_its_reader_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ssebench runs logs -f ID | head`: its only work is to show, so it ends at its
+    first dropped line instead of following the run to its end."""
+    shown: list[int] = []
+
+    def endless() -> Iterator[str]:
+        for number in itertools.count():
+            if number == 100:
+                raise AssertionError("runs logs -f went on after its reader had gone")
+            shown.append(number)
+            yield f"line {number}"
+
+    class Following:
+        def logs(self, handle: object, follow: bool = False) -> Iterator[str]:
+            assert follow
+            return endless()
+
+    found = (Following(), types.SimpleNamespace(handle=None))
+    monkeypatch.setattr(runs_cli, "_with_run", lambda arguments: found)
+    reading, writing = os.pipe()
+    os.close(reading)
+    with os.fdopen(writing, "w", buffering=1) as terminal:  # line-buffered, as a terminal
+        monkeypatch.setattr(sys, "stdout", terminal)
+        assert main(["runs", "logs", "--follow", "some-run"]) == 0
+    assert shown == [0]

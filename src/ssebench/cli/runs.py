@@ -16,6 +16,7 @@ from ssebench import labels
 from ssebench.backends import is_built_in_docker, load_backend, selected_backend_name
 from ssebench.cli.output import print_json, print_table
 from ssebench.errors import SsebenchError
+from ssebench.gone_reader import write_or_drop
 
 # typing.TYPE_CHECKING without importing typing: see cli/main.py.
 TYPE_CHECKING = False
@@ -196,8 +197,8 @@ def logs_command(arguments: argparse.Namespace) -> int:
         return found
     backend, run = found
     for line in backend.logs(run.handle, follow=arguments.follow):
-        sys.stdout.write(line if line.endswith("\n") else line + "\n")
-        sys.stdout.flush()
+        if not write_or_drop(sys.stdout, line if line.endswith("\n") else line + "\n"):
+            break  # its reader gone (`runs logs -f ID | head`): nothing more to show
     return 0
 
 
