@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from ssebench import labels
 from ssebench.backends.docker import DockerBackend
+from ssebench.backends.docker import cleanup as docker_cleanup
 from ssebench.backends.docker import firewall as docker_firewall
 from ssebench.backends.docker.names import container_name
 from ssebench.backends.docker.network import RunNetwork, bridge_name, network_name
@@ -178,6 +180,48 @@ def test_a_restricted_reference_run_gets_an_internal_network_and_no_proxy(
     steps = [argv[:2] for argv in fake_docker.calls() if argv[0] in ("rm", "network")]
     # The network after the container, which holds an endpoint on it.
     assert steps.index(["rm", "--force"]) < steps.index(["network", "rm"])
+
+
+def test_wait_begins_the_removal_of_the_network_that_cleanup_then_waits_for(
+    fake_docker: FakeDocker, tmp_path: Path
+) -> None:
+    """Once the container has ended its network goes (dockerd tearing the bridge down,
+    most of a clean-up) while the runner reads the archive out; cleanup removes it once."""
+    a_container(fake_docker)
+    backend = DockerBackend()
+    handle = backend.start(make_spec(tmp_path))
+    assert backend.wait(handle, 30) == 0
+    deadline = time.monotonic() + 30
+    while not fake_docker.calls_of("network", "rm", NETWORK):
+        assert time.monotonic() < deadline, "wait began no removal of the network"
+        time.sleep(0.05)
+    backend.cleanup(handle)
+    assert len(fake_docker.calls_of("network", "rm", NETWORK)) == 1
+    steps = [argv[:2] for argv in fake_docker.calls() if argv[0] in ("rm", "network")]
+    assert steps.index(["rm", "--force"]) < steps.index(["network", "rm"])
+
+
+def test_a_kept_run_keeps_its_network_after_wait(fake_docker: FakeDocker, tmp_path: Path) -> None:
+    a_container(fake_docker)
+    backend = DockerBackend()
+    handle = backend.start(make_spec(tmp_path, keep=True))
+    backend.wait(handle, 30)
+    backend.cleanup(handle)
+    assert RUN_ID not in docker_cleanup._removals, "no removal was begun"
+    assert not fake_docker.calls_of("network", "rm")
+
+
+def test_a_removal_that_failed_beside_the_read_out_is_tried_again_and_said(
+    fake_docker: FakeDocker, tmp_path: Path
+) -> None:
+    a_container(fake_docker)
+    fake_docker.on("network", "rm", status=1, stderr="Error response from daemon: it is busy\n")
+    backend = DockerBackend()
+    handle = backend.start(make_spec(tmp_path))
+    backend.wait(handle, 30)
+    with pytest.raises(BackendError, match=r"Cannot remove the network .*it is busy"):
+        backend.cleanup(handle)
+    assert len(fake_docker.calls_of("network", "rm", NETWORK)) == 2
 
 
 def test_a_model_run_gets_the_proxy_as_litellm(fake_docker: FakeDocker, tmp_path: Path) -> None:

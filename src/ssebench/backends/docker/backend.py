@@ -400,6 +400,10 @@ class DockerBackend(Backend):
     def wait(self, handle: RunHandle, timeout: float | None) -> int:
         status = self._wait_run(handle, timeout)
         cpu_shares.SHARES.release(handle.run_id)  # the other runs grow into its CPUs
+        if ENVIRONMENT_DETAIL not in handle.details and handle.details.get("keep") != "true":
+            # Its container has ended: cleanup's slowest part can start now, beside the
+            # archive's read-out (collect_results), and cleanup waits for it.
+            cleanup.begin_removal(handle)
         return status
 
     def _wait_run(self, handle: RunHandle, timeout: float | None) -> int:

@@ -1,6 +1,7 @@
 """The docker processes this process started: each run's `docker run` in the
 foreground (kept so wait can reap it) and the `docker logs --follow` of a detached
-container. The backend's only state, and only within one process."""
+container. With cleanup's removals that wait begins, the backend's only state, and only
+within one process."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from pathlib import Path
 
 from ssebench.backends.docker import network
@@ -62,6 +63,51 @@ def remove_run(handle: RunHandle) -> None:
         finally:
             give_back_results(handle)
         return
+    with _REMOVALS_LOCK:
+        begun = _removals.pop(handle.run_id, None)
+    try:
+        if begun is not None:
+            begun.join()
+        if begun is None or begun.error is not None:
+            # What failed in the background is tried once more, and raises this time.
+            _remove_container_and_network(handle)
+    finally:
+        give_back_results(handle)
+
+
+class _Removal(threading.Thread):
+    """A run's container and network, removed beside the runner's read-out."""
+
+    def __init__(self, handle: RunHandle) -> None:
+        super().__init__(name=f"ssebench-remove-{handle.run_id}")
+        self.handle = handle
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            _remove_container_and_network(self.handle)
+        except BaseException as error:  # remove_run tries again, and says why
+            self.error = error
+
+
+# The removals begun by wait in this process, by run ID, for remove_run to join.
+_removals: dict[str, _Removal] = {}
+_REMOVALS_LOCK = threading.Lock()
+
+
+def begin_removal(handle: RunHandle) -> None:
+    """Start removing the ended single-container run's container and network in the
+    background: most of a clean-up is dockerd tearing the network's bridge down, which
+    needs neither the archive's volume nor the run directory, so it goes on while the
+    runner reads the archive out. remove_run waits for it, and does what it could not."""
+    with _REMOVALS_LOCK:
+        if handle.run_id in _removals:
+            return
+        removal = _removals[handle.run_id] = _Removal(handle)
+    removal.start()
+
+
+def _remove_container_and_network(handle: RunHandle) -> None:
     completed = remove_container(handle.name)
     process = own_process(handle)
     if process is not None:
@@ -73,11 +119,8 @@ def remove_run(handle: RunHandle) -> None:
             backend=NAME,
             run_id=handle.run_id,
         )
-    try:
-        # After the container, which holds an endpoint on it.
-        network.remove(handle.run_id)
-    finally:
-        give_back_results(handle)
+    # After the container, which holds an endpoint on it.
+    network.remove(handle.run_id)
 
 
 def remove_pair(pair_id: str) -> None:
