@@ -13,6 +13,7 @@ main (the runner and the backends, called as a library)."""
 
 from __future__ import annotations
 
+import errno
 import os
 
 # typing.TYPE_CHECKING without importing typing: main imports this module, and typing's
@@ -50,10 +51,16 @@ def silence(stream: TextIO) -> None:
         os.close(devnull)
 
 
+# How a write says that its reader has gone: a pipe's (EPIPE), a terminal's (EIO).
+READER_GONE = (errno.EPIPE, errno.EIO)
+
+
 class DroppingStream:
-    """A text stream whose writes and flushes do not fail: once its stream's fail, the
-    stream is silenced, what follows goes nowhere, and dropped is True. Everything else
-    (fileno, isatty, encoding) is the stream's own."""
+    """A text stream whose writes and flushes do not fail for a reader that has gone:
+    the stream is silenced then, what follows goes nowhere, and dropped is True. Other
+    failures (a full disk under `> file`) are still raised: the command says them, as a
+    file cut short must not pass for a whole one. Everything else (fileno, isatty,
+    encoding) is the stream's own."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
@@ -62,27 +69,29 @@ class DroppingStream:
     def write(self, text: str) -> int:
         try:
             return self.stream.write(text)
-        except OSError:
-            self._drop()
+        except OSError as error:
+            self._drop(error)
             return len(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
-        except OSError:
-            self._drop()
+        except OSError as error:
+            self._drop(error)
 
-    def _drop(self) -> None:
+    def _drop(self, error: OSError) -> None:
+        if error.errno not in READER_GONE:
+            raise error
         silence(self.stream)
         self.dropped = True
 
     def close(self) -> None:
-        # A close whose last flush fails closes the file all the same. (Not
-        # contextlib.suppress: its import is 4 ms of every command's start.)
-        try:  # noqa: SIM105
+        # A close whose last flush fails closes the file all the same.
+        try:
             self.stream.close()
-        except OSError:
-            pass
+        except OSError as error:
+            if error.errno not in READER_GONE:
+                raise
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import itertools
 import os
@@ -40,6 +41,25 @@ def test_a_dropping_stream_neither_fails_nor_hides_its_stream() -> None:
         assert dropping.fileno() == stream.fileno() and not dropping.isatty()
         dropping.close()
         assert stream.closed
+
+
+class FailingStream(io.StringIO):
+    def __init__(self, number: int) -> None:
+        super().__init__()
+        self.number = number
+
+    def write(self, text: str) -> int:
+        raise OSError(self.number, os.strerror(self.number))
+
+
+def test_a_dropping_stream_drops_only_for_a_reader_gone() -> None:
+    """A terminal gone (EIO) is a reader gone; a full disk under `> file` is raised, so
+    that a file cut short does not pass for a whole one."""
+    terminal_gone = dropping_stream(FailingStream(errno.EIO))
+    assert terminal_gone.write("lost\n") == len("lost\n")
+    disk_full = dropping_stream(FailingStream(errno.ENOSPC))
+    with pytest.raises(OSError, match="No space left"):
+        disk_full.write("cut short\n")
 
 
 def test_a_stream_that_takes_it_gets_it() -> None:
