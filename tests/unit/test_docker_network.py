@@ -21,7 +21,7 @@ from ssebench.backends.docker.names import container_name
 from ssebench.backends.docker.network import RunNetwork, bridge_name, network_name
 from ssebench.backends.kubernetes.manifests import network_policy
 from ssebench.errors import BackendError
-from ssebench.extensions import NetworkPolicy
+from ssebench.extensions import NetworkPolicy, RunHandle
 from ssebench.network_ranges import PRIVATE_IPV4_RANGES
 from ssebench.proxy.stack import SERVICE_URL
 from tests.unit.test_docker_backend import SENTINEL, a_container, make_spec
@@ -209,6 +209,16 @@ def test_a_kept_run_keeps_its_network_after_wait(fake_docker: FakeDocker, tmp_pa
     backend.cleanup(handle)
     assert RUN_ID not in docker_cleanup._removals, "no removal was begun"
     assert not fake_docker.calls_of("network", "rm")
+
+
+def test_a_wait_on_a_run_of_another_process_removes_nothing(fake_docker: FakeDocker) -> None:
+    """A run found by its labels (`ssebench runs`, the web UI) is its own runner's to
+    clean up: waiting for it must not take its container or network away."""
+    fake_docker.on("wait", stdout="0\n")
+    handle = RunHandle(backend="docker", run_id=RUN_ID, name=container_name(RUN_ID))
+    assert DockerBackend().wait(handle, 30) == 0
+    assert RUN_ID not in docker_cleanup._removals, "no removal was begun"
+    assert not fake_docker.calls_of("network", "rm") and not fake_docker.calls_of("rm")
 
 
 def test_a_removal_that_failed_beside_the_read_out_is_tried_again_and_said(

@@ -398,9 +398,13 @@ class DockerBackend(Backend):
             delay = min(delay * 2, 0.1)
 
     def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        # Only a run this process started is this process's to clean up (a wait on
+        # another's, found by its labels, must leave it as it is).
+        started_here = children.own_process(handle) is not None
         status = self._wait_run(handle, timeout)
         cpu_shares.SHARES.release(handle.run_id)  # the other runs grow into its CPUs
-        if ENVIRONMENT_DETAIL not in handle.details and handle.details.get("keep") != "true":
+        single = ENVIRONMENT_DETAIL not in handle.details
+        if started_here and single and handle.details.get("keep") != "true":
             # Its container has ended: cleanup's slowest part can start now, beside the
             # archive's read-out (collect_results), and cleanup waits for it.
             cleanup.begin_removal(handle)
