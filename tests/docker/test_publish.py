@@ -58,22 +58,16 @@ def expected_names(registry: str) -> list[str]:
     return names
 
 
+def publish_arguments(registry: str, *extra: str) -> list[str]:
+    """`ssebench images publish` of the pilot's TASK and AGENT into registry."""
+    return [
+        *("images", "publish", "--registry", registry, "--local", str(PILOT_DATASET)),
+        *("--tasks", TASK, "--agents", AGENT, *extra),
+    ]
+
+
 def publish_cli(registry: str, *extra: str) -> list[str]:
-    done = ssebench(
-        "images",
-        "publish",
-        "--registry",
-        registry,
-        "--local",
-        str(PILOT_DATASET),
-        "--tasks",
-        TASK,
-        "--agents",
-        AGENT,
-        "--json",
-        *extra,
-        timeout=1800,
-    )
+    done = ssebench(*publish_arguments(registry, "--json", *extra), timeout=1800)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     answer = json.loads(done.stdout)
     assert answer["dry_run"] is False
@@ -142,22 +136,9 @@ def test_publish_whose_reader_is_gone_publishes_every_name() -> None:
     registry = f"ssebench-test.local/gone-{secrets.token_hex(3)}"
     expected = expected_names(registry)
     try:
-        status = ssebench_with_reader_gone(
-            "images",
-            "publish",
-            "--registry",
-            registry,
-            "--local",
-            str(PILOT_DATASET),
-            "--tasks",
-            TASK,
-            "--agents",
-            AGENT,
-            "--load",
-            "docker",
-            "--build",  # so that it writes (the builds' lines) before it publishes
-            timeout=1800,
-        )
+        # --build: so that it writes (the builds' lines) before it publishes.
+        arguments = publish_arguments(registry, "--load", "docker", "--build")
+        status = ssebench_with_reader_gone(*arguments, timeout=1800)
         listed = docker("image", "ls", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
         assert sorted(item for item in listed if item.startswith(f"{registry}/")) == sorted(
             expected
