@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.proxy.stack import SERVICE_URL
+from ssebench.proxy.stack_service import SERVICE_URL
 from tests.cli import sleeper_started
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import new_run_id

@@ -26,7 +26,7 @@ import pytest
 
 from ssebench.backends.docker import firewall as docker_firewall
 from ssebench.backends.docker import network as docker_network
-from ssebench.proxy.stack import SERVICE_URL
+from ssebench.proxy.stack_service import SERVICE_URL
 from tests.cli import sleeper_started, ssebench
 from tests.docker.conftest import SESSION_PREFIX, docker_lines, new_run_id
 from tests.docker.model_stack import ModelStack

@@ -4,6 +4,7 @@ its own, and none imports the kubernetes client, Starlette or YAML before it nee
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import secrets
@@ -162,3 +163,45 @@ def test_the_docker_backend_still_reaches_what_it_defers() -> None:
 
     assert callable(backend.builds.prepare_images)
     assert callable(backend.children.remember) and callable(backend.archive.remove_archive)
+
+
+# What a run without a model (the reference agent's) does without: the proxy's key client,
+# its sessions and the Compose stack's code (docs/performance.md).
+NOT_FOR_A_RUN_WITHOUT_A_MODEL = (
+    "ssebench.proxy.keys",
+    "ssebench.proxy.session",
+    "ssebench.proxy.stack",
+)
+
+
+@pytest.mark.parametrize("command", ["run", "eval"])
+def test_a_run_without_a_model_imports_no_proxy_code(command: str) -> None:
+    # The command's module, the runner, and every module of the Docker backend that a
+    # run uses (the network one names the proxy's service for model runs).
+    script = (
+        "import json, sys\n"
+        "from ssebench.cli.main import build_parser\n"
+        f"build_parser([{command!r}, '--help'])\n"
+        "import ssebench.runner, ssebench.evaluation\n"
+        "from ssebench.backends.docker import archive, backend, cleanup, network\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    loaded = set(json.loads(done.stdout))
+    assert f"ssebench.cli.{command}" in loaded
+    assert "ssebench.backends.docker.network" in loaded
+    assert not loaded & set(NOT_FOR_A_RUN_WITHOUT_A_MODEL)
+
+
+def test_the_proxy_packages_names_are_its_modules() -> None:
+    import ssebench.proxy as proxy
+
+    for name in proxy.__all__:
+        assert getattr(proxy, name) is getattr(
+            importlib.import_module(f"ssebench.proxy.{proxy._MODULE_OF[name]}"), name
+        )
+    assert sorted(proxy.__all__) == sorted(proxy._MODULE_OF)
+    with pytest.raises(AttributeError, match="no attribute 'LocalStak'"):
+        proxy.LocalStak  # noqa: B018

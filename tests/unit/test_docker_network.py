@@ -23,7 +23,7 @@ from ssebench.backends.kubernetes.manifests import network_policy
 from ssebench.errors import BackendError
 from ssebench.extensions import NetworkPolicy, RunHandle
 from ssebench.network_ranges import PRIVATE_IPV4_RANGES
-from ssebench.proxy.stack import SERVICE_URL
+from ssebench.proxy.stack_service import SERVICE_URL
 from tests.unit.test_docker_backend import SENTINEL, a_container, make_spec
 from tests.unit.test_images import FakeDocker, fake_docker_on_path
 from tests.unit.test_sidecar_docker import AGENT, ENVIRONMENT, PAIR_ID, a_pair, sidecar_spec

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.cli import run as run_cli
@@ -39,12 +39,14 @@ from ssebench.evaluation import (
 )
 from ssebench.extensions import PARALLEL_RUNS_VARIABLE
 from ssebench.gone_reader import dropping_stream
-from ssebench.proxy import ModelAccessPlan, plan_model_access
 from ssebench.reports.tables import percent
 from ssebench.results import check_run_id, make_results_root, new_run_id, write_json
 from ssebench.runner import RunSettings
 from ssebench.tasks import Task
 from ssebench.tasks.dataset import resolve_dataset
+
+if TYPE_CHECKING:
+    from ssebench.proxy import ModelAccessPlan
 
 # The options of `ssebench run` that eval passes on to every run as they are.
 RUN_OPTIONS = (
@@ -332,6 +334,9 @@ def eval_command(arguments: argparse.Namespace) -> int:
     for entry, base in bases.items():
         if base.model and not base.agent.is_reference:
             if base.model not in plans:
+                # Here: an evaluation without models starts without the key client.
+                from ssebench.proxy import plan_model_access
+
                 plans[base.model] = plan_model_access(base.model, arguments.budget, backend.proxy())
             model_access[entry] = plans[base.model]
     results_root = next(iter(bases.values())).results_root

@@ -7,17 +7,19 @@ import dataclasses
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ssebench.agents import load_agent
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.errors import UserError
 from ssebench.extensions import Egress
 from ssebench.gone_reader import write_or_drop
-from ssebench.proxy import ModelAccessPlan, ModelSession, plan_model_access
 from ssebench.results import check_run_id, make_results_root, new_run_id
 from ssebench.runner import RunAbandoned, Runner, RunSettings, StopRequest, stop_on_signals
 from ssebench.tasks.dataset import resolve_dataset
+
+if TYPE_CHECKING:
+    from ssebench.proxy import ModelAccessPlan, ModelSession
 
 PREBUILT_VARIABLE = "SSEBENCH_PREBUILT"
 EGRESS_VARIABLE = "SSEBENCH_EGRESS"
@@ -218,6 +220,9 @@ def run_command(arguments: argparse.Namespace) -> int:
     # A reference run applies the task's patch: it makes no key and starts no proxy.
     plan: ModelAccessPlan | None = None
     if settings.model and not settings.agent.is_reference:
+        # Here: a run without a model starts without the key client and the stack's code.
+        from ssebench.proxy import plan_model_access
+
         plan = plan_model_access(settings.model, arguments.budget, backend.proxy())
     runner = Runner(backend)
     runner.say(f"preparing images for {settings.task.id} / {settings.agent.name}")

@@ -28,11 +28,8 @@ from ssebench.images.layers import add_build_ca
 from ssebench.scratch import scratch_folder
 
 from .models import MASTER_KEY_VARIABLE, ModelCatalog
+from .stack_service import PROJECT, SERVICE, SERVICE_URL
 
-PROJECT = "ssebench"
-SERVICE = "litellm"
-CONTAINER_PORT = 4000
-SERVICE_URL = f"http://{SERVICE}:{CONTAINER_PORT}"
 PORT_VARIABLE = "SSEBENCH_PROXY_PORT"
 DEFAULT_PORT = 4000
 COMPOSE_DIR_VARIABLE = "SSEBENCH_COMPOSE_DIR"

@@ -39,9 +39,9 @@ from ssebench.backends.docker.commands import docker_call
 from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import BackendError
 from ssebench.labels import PAIR, abandoned_reason
-from ssebench.proxy.stack import PROJECT as PROXY_PROJECT
-from ssebench.proxy.stack import SERVICE as PROXY_SERVICE
-from ssebench.proxy.stack import SERVICE_URL
+from ssebench.proxy.stack_service import PROJECT as PROXY_PROJECT
+from ssebench.proxy.stack_service import SERVICE as PROXY_SERVICE
+from ssebench.proxy.stack_service import SERVICE_URL
 
 NETWORK_PREFIX = "ssebench-net-"
 BRIDGE_PREFIX = "sse-"
