@@ -58,8 +58,8 @@ def remove_run(handle: RunHandle) -> None:
             forget(handle.name)
         end_follower(environment)
         try:
-            remove_pair(pair_id)
-            network.remove(handle.run_id)
+            remove_pair(pair_id)  # raises unless both containers are gone
+            network.remove(handle.run_id, containers_gone=True)
         finally:
             give_back_results(handle)
         return
@@ -120,7 +120,7 @@ def _remove_container_and_network(handle: RunHandle) -> None:
             run_id=handle.run_id,
         )
     # After the container, which holds an endpoint on it.
-    network.remove(handle.run_id)
+    network.remove(handle.run_id, containers_gone=True)
 
 
 def remove_pair(pair_id: str) -> None:

@@ -28,6 +28,7 @@ import hashlib
 import json
 import re
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -202,10 +203,35 @@ def _is_gone(completed_stderr: str) -> bool:
     return any(marker in completed_stderr for marker in _GONE_MARKERS)
 
 
-def remove(run_id: str) -> None:
+def remove(run_id: str, *, containers_gone: bool = False) -> None:
     """Remove the run's network (disconnecting the proxy first) and its rules. Nothing
-    to do when it has none. Raises BackendError."""
+    to do when it has none. Raises BackendError.
+
+    containers_gone: the caller has removed the run's containers, so nothing of the run
+    is left on the network, and its rules go while dockerd tears the bridge down rather
+    than after it (deleting a rule takes iptables 15 to 35 ms here). Otherwise the rules
+    go after the network."""
     name = network_name(run_id)
+    if not containers_gone:
+        _remove_network_and_proxy(run_id, name)
+        # After the network: a rule without its network matches nothing, the reverse
+        # (a network without its rules) would be open while a run's container is on it.
+        _remove_rules(name)
+        return
+    rules = threading.Thread(target=_remove_rules, args=(name,), name=f"ssebench-rules-{name}")
+    rules.start()
+    try:
+        _remove_network_and_proxy(run_id, name)
+    finally:
+        rules.join()
+
+
+def _remove_rules(name: str) -> None:
+    with contextlib.suppress(firewall.FirewallError):
+        firewall.remove(name)
+
+
+def _remove_network_and_proxy(run_id: str, name: str) -> None:
     inspected = _attached_containers(name)
     if inspected.returncode == 0:
         for container in inspected.stdout.split():
@@ -225,10 +251,6 @@ def remove(run_id: str) -> None:
             raise _error(f"Cannot remove the network {name}: {failure_reason(completed)}", run_id)
     elif not _is_gone(inspected.stderr):
         raise _error(f"Cannot inspect the network {name}: {failure_reason(inspected)}", run_id)
-    # After the network: a rule without its network matches nothing, the reverse
-    # (a network without its rules) would be open.
-    with contextlib.suppress(firewall.FirewallError):
-        firewall.remove(name)
 
 
 def _attached_containers(name: str) -> subprocess.CompletedProcess[str]:
