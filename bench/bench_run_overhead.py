@@ -73,7 +73,9 @@ def measure() -> list[Result]:
             "(a) where the time goes",
             run_arguments(),
             note="one more ssebench run, its backend's calls timed; the rest: the "
-            "interpreter, imports, the command line and the run's record",
+            "interpreter, imports, the command line and the run's record; the waits: "
+            "its main thread's on the daemon's answers, on processes (docker, iptables), "
+            "in its polls' sleeps and on the removal begun beside the read-out",
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,12 +86,21 @@ class Profile:
     # Kubernetes: the client's import and kubeconfig load, inside the first call.
     client: float | None = None
     note: str = ""
+    # Docker: the main thread's waits on the platform, by kind (profiled.MainThreadWaits).
+    waits: dict[str, float] = field(default_factory=dict)
 
     def parts(self) -> str:
         said = [f"{call} {seconds:.2f} s" for call, seconds in self.calls.items()]
         said.append(f"the rest {self.wall - sum(self.calls.values()):.2f} s")
         if self.client is not None:
             said.append(f"of the calls, the kubernetes client's load {self.client:.2f} s")
+        if self.waits:
+            kinds = ", ".join(f"{kind} {seconds:.2f} s" for kind, seconds in self.waits.items())
+            own = self.wall - sum(self.waits.values())
+            said.append(
+                f"of the whole, waits on the platform {sum(self.waits.values()):.2f} s "
+                f"({kinds}) and ssebench's own Python {own:.2f} s"
+            )
         return ", ".join(said)
 
     def line(self) -> str:
@@ -113,9 +122,10 @@ def profiled_run(
         said = run([*PROFILED, str(out), "run", *arguments], env=env)
         wall = time.perf_counter() - started
         assert said.strip().splitlines()[-1].startswith("passed\t"), said
-        seconds = json.loads(out.read_text())["seconds"]
+        profiled = json.loads(out.read_text())
+    seconds = profiled["seconds"]
     calls = {call: seconds[call] for call in RUN_CALLS if call in seconds}
-    return Profile(name, wall, calls, seconds.get("client"), note)
+    return Profile(name, wall, calls, seconds.get("client"), note, profiled.get("waits") or {})
 
 
 def median_seconds(action: Callable[[], object], rounds: int) -> float:

@@ -11,12 +11,15 @@ and start (from the pod's own timestamps, whole seconds) between the moments sta
 began to wait for it and saw it started, and for `eval` the API requests by verb and
 path and the seconds of the three creates of each run. (Counting the requests imports
 the client before the command, so a run's profile does without: its client loads
-where a run's does.) The process is the command itself (the CLI's main in this
-process), so its peak memory is the command's.
+where a run's does.) On Docker also the seconds the main thread waited on the platform,
+by kind (MainThreadWaits), so that what is left of a run's wall time is ssebench's own
+Python. The process is the command itself (the CLI's main in this process), so its
+peak memory is the command's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import sys
@@ -89,6 +92,74 @@ def pod_timestamps(pods: list[dict[str, float]]) -> None:
     KubernetesBackend._wait_until_started = seen  # type: ignore[method-assign]
 
 
+class MainThreadWaits:
+    """The seconds the main thread (the runner's path, the critical one of a `run`) spends
+    waiting on the platform, by kind: the Engine API's answers ("requests", a streamed
+    answer's chunks included, not the unpacking between them), processes ("processes":
+    each started, written to and waited for: docker, iptables), the sleeps of its polls
+    ("polls"), and threads it joins ("joins": Docker's removal begun beside the read-out).
+    The rest of a run's wall time is ssebench's own Python. A call inside another timed
+    one (subprocess.run's wait) counts once."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._depth = 0
+
+    def timed(self, kind: str, function: Any) -> Any:
+        @functools.wraps(function)
+        def waiting(*args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is not threading.main_thread() or self._depth:
+                return function(*args, **kwargs)
+            self._depth += 1
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self._depth -= 1
+                self.seconds[kind] = self.seconds.get(kind, 0.0) + time.perf_counter() - started
+
+        return waiting
+
+    def install(self) -> None:
+        import subprocess
+
+        from ssebench.backends.docker import engine
+
+        engine.request = self.timed("requests", engine.request)
+        engine.stream = self._stream(engine.stream)
+        for method in ("__init__", "wait", "communicate"):
+            original = getattr(subprocess.Popen, method)
+            setattr(subprocess.Popen, method, self.timed("processes", original))
+        threading.Thread.join = self.timed("joins", threading.Thread.join)  # type: ignore[method-assign]
+        time.sleep = self.timed("polls", time.sleep)
+
+    def _stream(self, stream: Any) -> Any:
+        """engine.stream with its head's wait and each chunk's counted as requests."""
+        waits = self
+
+        @contextlib.contextmanager
+        def timed_stream(*args: Any, **kwargs: Any) -> Any:
+            with ExitStack() as stack:
+                status, chunks = waits.timed("requests", stack.enter_context)(
+                    stream(*args, **kwargs)
+                )
+                yield status, waits._timed_chunks(chunks)
+
+        return timed_stream
+
+    def _timed_chunks(self, chunks: Any) -> Any:
+        next_chunk = self.timed("requests", next)
+        while True:
+            try:
+                chunk = next_chunk(chunks)
+            except StopIteration:
+                return
+            yield chunk
+
+    def __repr__(self) -> str:
+        return f"MainThreadWaits({self.seconds})"
+
+
 def client_loads(seconds: dict[str, float]) -> None:
     """Time the Kubernetes backend's client (its first use imports the `kubernetes`
     package and loads the kubeconfig) as "client", inside the call that first needs it."""
@@ -118,6 +189,7 @@ def main() -> int:
     pods: list[dict[str, float]] = []
     requests: Counter[str] = Counter()
     request_seconds: dict[str, float] = {}
+    waits = MainThreadWaits()
     with ExitStack() as stack:
         if backend_name == "kubernetes":
             from ssebench.backends.kubernetes.backend import KubernetesBackend
@@ -133,6 +205,8 @@ def main() -> int:
             from ssebench.backends.docker.backend import DockerBackend
 
             profile(DockerBackend, seconds, calls)
+            if arguments[0] == "run":  # an evaluation's runs are its workers' threads
+                waits.install()
         from ssebench.cli.main import main as ssebench
 
         code = ssebench(arguments)
@@ -145,6 +219,7 @@ def main() -> int:
                 "requests": dict(requests),
                 "request_seconds": request_seconds,
                 "pods": pods,
+                "waits": waits.seconds,
             }
         )
     )
