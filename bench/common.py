@@ -96,10 +96,10 @@ class Profile:
             said.append(f"of the calls, the kubernetes client's load {self.client:.2f} s")
         if self.waits:
             kinds = ", ".join(f"{kind} {seconds:.2f} s" for kind, seconds in self.waits.items())
-            own = self.wall - sum(self.waits.values())
+            waited = sum(self.waits.values())
             said.append(
-                f"of the whole, waits on the platform {sum(self.waits.values()):.2f} s "
-                f"({kinds}) and ssebench's own Python {own:.2f} s"
+                f"of the whole, waits on the platform {waited:.2f} s ({kinds}) "
+                f"and ssebench's own Python {self.wall - waited:.2f} s"
             )
         return ", ".join(said)
 

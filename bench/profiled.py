@@ -135,15 +135,14 @@ class MainThreadWaits:
 
     def _stream(self, stream: Any) -> Any:
         """engine.stream with its head's wait and each chunk's counted as requests."""
-        waits = self
 
         @contextlib.contextmanager
         def timed_stream(*args: Any, **kwargs: Any) -> Any:
             with ExitStack() as stack:
-                status, chunks = waits.timed("requests", stack.enter_context)(
+                status, chunks = self.timed("requests", stack.enter_context)(
                     stream(*args, **kwargs)
                 )
-                yield status, waits._timed_chunks(chunks)
+                yield status, self._timed_chunks(chunks)
 
         return timed_stream
 
@@ -155,9 +154,6 @@ class MainThreadWaits:
             except StopIteration:
                 return
             yield chunk
-
-    def __repr__(self) -> str:
-        return f"MainThreadWaits({self.seconds})"
 
 
 def client_loads(seconds: dict[str, float]) -> None:
