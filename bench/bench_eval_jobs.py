@@ -178,10 +178,12 @@ def platform_runs(work: Path, dataset: Path, jobs: int, *, by_hand: bool = False
     tasks = sorted(path.parent for path in dataset.glob("*/reference.patch"))
     assert len(tasks) == EQUAL_TASKS, tasks
 
-    platform_run = reference_run_by_hand if by_hand else bare_reference_run
-
     def run_of(task: Path) -> None:
-        platform_run(reference_image(task.name), task / "reference.patch", work / task.name)
+        image, run_dir = reference_image(task.name), work / task.name
+        if by_hand:
+            reference_run_by_hand(image, run_dir)
+        else:
+            bare_reference_run(image, task / "reference.patch", run_dir)
 
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(run_of, tasks))

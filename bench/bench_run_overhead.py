@@ -2,9 +2,10 @@
 image doing the same work (same mounts and environment, same grading), wall time.
 
 Also vs the platform's work that the contract asks of a run, done by hand with the
-docker CLI: the bare run, plus the pull attempt of a prebuilt image (spec: the Docker
-backend pulls it) and a network of the run's own (`docker network create --internal`,
-the run on it, `docker network rm`). What ssebench takes beyond that is its own."""
+docker CLI and iptables, one step after the other (common.reference_run_by_hand): the
+pull attempt of a prebuilt image, the reference patch copied out of it, the archive's
+volume, the run's own network and its rule, the bare run on them, the archive copied
+out, and their removal. What ssebench takes beyond that is its own."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def measure() -> list[Result]:
 
     def platform_by_hand() -> None:
         run_dir = work / "by-hand" / f"{prefix}-{next(counter)}"
-        reference_run_by_hand(IMAGE, PILOT / TASK / "reference.patch", run_dir)
+        reference_run_by_hand(IMAGE, run_dir)
 
     try:
         subject, baseline, by_hand = in_turns(
@@ -92,7 +93,8 @@ def measure() -> list[Result]:
             "(a) run wall time vs the platform's work by hand",
             "ssebench run --prebuilt (reference)",
             subject,
-            "docker pull attempt, network create, docker run on it, network rm",
+            "the contract's work by hand: pull attempt, patch out of the image, volume, "
+            "network and rule, the run, archive out, removals",
             by_hand,
             note=f"{TASK}, median of {ROUNDS} in turns with the above",
         ),

@@ -14,6 +14,11 @@ node reported each start) is printed for each evaluation. Each evaluation is a f
 one of its images (a cache folder of its own), and the next begins once the cluster has
 removed the last one's pods.
 
+(h)'s goal asks the cluster for 3x Docker's runs per minute on this machine. The same
+tasks' images are then run without ssebench as well, the larger N of them: bare Jobs by
+hand (k8s_common.bare_job) 10 at a time, and bare `docker run`s 2 at a time. Their ratio
+is what the platforms themselves give on this machine, whoever drives them.
+
 The images are published once into the local store under BENCH_REGISTRY (`ssebench
 images publish --load docker`), which both backends run with --prebuilt. It needs
 what (d) and (e) need (see docs/performance.md), and Docker.
@@ -32,6 +37,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -43,13 +49,15 @@ from common import (
     Figure,
     NotMeasured,
     Result,
+    bare_reference_run,
     cluster_problem,
     docker_problem,
     main,
+    reference_image,
     run,
 )
 from equal_tasks import TINY_ROUNDS, write_equal_tasks
-from k8s_common import BENCH_REGISTRY
+from k8s_common import BENCH_REGISTRY, bare_job
 
 SCALE_SIZES = tuple(
     int(size) for size in os.environ.get("SSEBENCH_BENCH_SCALE_SIZES", "20,50").split(",")
@@ -311,6 +319,7 @@ def measure() -> list[Result]:
                 requests = Counter(evaluation.profile["requests"])
                 for request, number in requests.most_common(12):
                     print(f"      {number / count:6.2f}/run  {request}", flush=True)
+        bare_jobs, bare_runs = platforms_alone(dataset, task_ids[:large], work / "alone")
     finally:
         shutil.rmtree(work, ignore_errors=True)
         remove_images()
@@ -335,20 +344,64 @@ def measure() -> list[Result]:
         unit="runs/min",
         note="goal >= 3x; the cluster is one node on this machine's cores",
     )
-    return [*growth, throughput]
+    alone = Figure(
+        f"(h) the platforms alone, {large} runs",
+        f"bare Jobs, {JOBS['kubernetes']} at a time",
+        bare_jobs,
+        f"bare docker runs, {JOBS['docker']} at a time",
+        bare_runs,
+        unit="runs/min",
+        note="the same tasks' images without ssebench: what the goal's ratio is on this "
+        "machine whoever drives the platforms",
+    )
+    return [*growth, throughput, alone]
 
 
-def remove_images() -> None:
-    """The layers and published names of the tasks' images, which no one else uses."""
-    listed = subprocess.run(
-        ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.split()
-    ours = [name for name in listed if _IMAGE.match(name)]
-    if ours:
+def platforms_alone(dataset: Path, task_ids: list[str], work: Path) -> tuple[float, float]:
+    """Runs per minute of the platforms without ssebench over task_ids, the same images:
+    bare Jobs by hand (k8s_common.bare_job, kubectl), JOBS["kubernetes"] at a time, then
+    bare `docker run`s (common.bare_reference_run), JOBS["docker"] at a time."""
+    prefix = f"bench-h-{secrets.token_hex(3)}"
+    (work / "jobs").mkdir(parents=True)
+
+    def bare_job_of(task: str) -> None:
+        image = reference_image(task, BENCH_REGISTRY)
+        bare_job(work / "jobs", f"{prefix}-{task}", image, dataset / task / "reference.patch")
+
+    def bare_run_of(task: str) -> None:
+        image = reference_image(task, BENCH_REGISTRY)
+        bare_reference_run(image, dataset / task / "reference.patch", work / "runs" / task)
+
+    rates = []
+    for action, jobs in ((bare_job_of, JOBS["kubernetes"]), (bare_run_of, JOBS["docker"])):
+        started = time.perf_counter()
+        with ThreadPoolExecutor(jobs) as pool:
+            list(pool.map(action, task_ids))
+        rates.append(len(task_ids) * 60 / (time.perf_counter() - started))
+        settle(prefix)  # the Jobs' pods go in the background, on the same cores
+    return rates[0], rates[1]
+
+
+def remove_images(seconds: float = 120.0) -> None:
+    """The layers and published names of the tasks' images, which no one else uses. An
+    image is refused while a container of it is left, as a deleted pod's can be for a
+    little while after the pod is gone from the API: asked again until none is left."""
+    deadline = time.monotonic() + seconds
+    while True:
+        listed = subprocess.run(
+            ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        ours = [name for name in listed if _IMAGE.match(name)]
+        if not ours:
+            return
+        if time.monotonic() > deadline:
+            print(f"  ({len(ours)} of the tasks' images still there, e.g. {ours[0]})", flush=True)
+            return
         subprocess.run(["docker", "image", "rm", *ours], capture_output=True, check=False)
+        time.sleep(2)
 
 
 def publish(dataset: Path) -> None:

@@ -11,6 +11,7 @@ import compileall
 import json
 import os
 import platform
+import secrets
 import shutil
 import statistics
 import subprocess
@@ -20,6 +21,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ssebench.extensions import (
+    ARCHIVE_TARGET,
+    IMAGE_REFERENCE_PATCH,
+    REFERENCE_PATCH_TARGET,
+    RESULTS_TARGET,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PILOT = ROOT / "datasets" / "pilot"
@@ -159,8 +167,6 @@ def in_turns(actions: list[Callable[[], object]], rounds: int) -> list[float]:
 def reference_run_env(run_id: str) -> dict[str, str]:
     """The environment the runner gives a reference run's container (runner.py), for
     the baselines that start the same image by hand."""
-    from ssebench.extensions import ARCHIVE_TARGET, RESULTS_TARGET
-
     return {
         "SSE_MODEL_NAME": "none",
         "SSE_DIFFICULTY": "2",
@@ -214,31 +220,40 @@ def built_reference_image(task: str) -> str:
     return image
 
 
-def bare_reference_run(image: str, patch: Path, run_dir: Path, network: str = "none") -> None:
+def bare_reference_run(
+    image: str,
+    patch: Path,
+    run_dir: Path,
+    network: str = "none",
+    *,
+    archive_volume: str | None = None,
+    name: str | None = None,
+) -> None:
     """The baseline of a reference run: a bare `docker run --rm` of its image with the
     mounts and environment the runner gives it (run_dir, new, holds its results);
-    raises unless the grade is passed, so both sides are known to do the same work."""
-    (run_dir / "archive").mkdir(parents=True)
+    raises unless the grade is passed, so both sides are known to do the same work.
+    archive_volume: the archive goes to that volume, not to run_dir/archive; name: the
+    container is named so and kept after its exit (for a copy out of it), not removed."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if archive_volume is None:
+        (run_dir / "archive").mkdir()
     (run_dir / "result.json").touch()
     copied = run_dir / "reference.patch"
-    shutil.copy(patch, copied)
+    if patch != copied:
+        shutil.copy(patch, copied)
+    archive = (
+        f"type=volume,source={archive_volume}"
+        if archive_volume
+        else f"type=bind,source={run_dir / 'archive'}"
+    )
     run(
         [
-            "docker",
-            "run",
-            "--rm",
-            "--pull",
-            "never",
-            "--network",
-            network,
-            "--label",
-            f"ssebench.bench={run_dir.name}",
-            "--mount",
-            f"type=bind,source={run_dir},target=/var/lib/ssebench/results",
-            "--mount",
-            f"type=bind,source={run_dir / 'archive'},target=/tmp/sse-archive",
-            "--mount",
-            f"type=bind,source={copied},target=/reference/patch.diff,readonly",
+            *("docker", "run", "--pull", "never", "--network", network),
+            *(("--name", name) if name else ("--rm",)),
+            *("--label", f"ssebench.bench={run_dir.name}"),
+            *("--mount", f"type=bind,source={run_dir},target={RESULTS_TARGET}"),
+            *("--mount", f"{archive},target={ARCHIVE_TARGET}"),
+            *("--mount", f"type=bind,source={copied},target={REFERENCE_PATCH_TARGET},readonly"),
             *(
                 argument
                 for key, value in reference_run_env(run_dir.name).items()
@@ -251,18 +266,59 @@ def bare_reference_run(image: str, patch: Path, run_dir: Path, network: str = "n
     assert result["status"] == "passed", result
 
 
-def reference_run_by_hand(image: str, patch: Path, run_dir: Path) -> None:
-    """bare_reference_run with the platform's work that the contract adds to a run, done
-    with the docker CLI: the pull attempt of a prebuilt image (spec: the Docker backend
-    pulls it) and a network of the run's own, made for it and removed after it."""
-    network = f"{run_dir.name}-net"
+def reference_run_by_hand(image: str, run_dir: Path) -> None:
+    """bare_reference_run with the platform's work that the contract asks of a Docker
+    run, done by hand with the docker CLI and iptables, one step after the other as a
+    script would do it:
+
+    - the pull attempt of a prebuilt image, and its inspect (spec: the Docker backend
+      pulls it, and uses the machine's copy when the pull fails);
+    - the reference patch copied out of the image (spec: "a reference run takes the
+      reference patch from the image it runs"): create, cp, rm;
+    - the archive in a volume of the run's own, copied out after the run (docs/docker.md:
+      the agent's archive never reaches a folder of the host before the safe copy);
+    - the run's own internal network, with the INPUT rule that keeps the run from this
+      host's services (docs/docker.md);
+    - all of it removed after the run."""
+    name = f"{run_dir.name}-by-hand"
+    network, volume = f"{name}-net", f"{name}-archive"
+    bridge = f"sseb{secrets.token_hex(5)}"
+    host_rule = [
+        *("INPUT", "-i", bridge, "-m", "conntrack", "!", "--ctstate", "ESTABLISHED,RELATED"),
+        *("-m", "comment", "--comment", f"ssebench-bench:{network}", "-j", "DROP"),
+    ]
+    run_dir.mkdir(parents=True)
     # No registry answers here: the pull fails, as ssebench's attempt does.
     subprocess.run(["docker", "pull", "-q", image], capture_output=True, check=False)
-    run(["docker", "network", "create", "--internal", network])
+    run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
+    run(["docker", "create", "--pull", "never", "--name", f"{name}-copy", image, "copy"])
     try:
-        bare_reference_run(image, patch, run_dir, network)
+        run(["docker", "cp", f"{name}-copy:{IMAGE_REFERENCE_PATCH}", str(run_dir)])
     finally:
-        run(["docker", "network", "rm", network])
+        run(["docker", "rm", f"{name}-copy"])
+    run(["docker", "volume", "create", volume])
+    try:
+        run(
+            [
+                *("docker", "network", "create", "--internal"),
+                *("--opt", f"com.docker.network.bridge.name={bridge}", network),
+            ]
+        )
+        try:
+            run(["iptables", "-w", "30", "-I", *host_rule])
+            try:
+                bare_reference_run(
+                    image, run_dir / "reference.patch", run_dir, network,
+                    archive_volume=volume, name=name,
+                )  # fmt: skip
+                run(["docker", "cp", f"{name}:{ARCHIVE_TARGET}", str(run_dir / "archive")])
+            finally:
+                subprocess.run(["docker", "rm", "-f", name], capture_output=True, check=False)
+                run(["iptables", "-w", "30", "-D", *host_rule])
+        finally:
+            run(["docker", "network", "rm", network])
+    finally:
+        run(["docker", "volume", "rm", volume])
 
 
 def run(argv: list[str], *, timeout: float = 900, env: dict[str, str] | None = None) -> str:
