@@ -144,7 +144,7 @@ def measure() -> list[Result]:
         ),
         Figure(
             "(c) the platform over equal tasks, the contract's work by hand",
-            f"pull attempt, network create, docker run on it, network rm, {JOBS} at a time",
+            f"the contract's work by hand (common.reference_run_by_hand), {JOBS} at a time",
             hand_two,
             "one at a time",
             hand_one,
