@@ -10,7 +10,9 @@ turns with the evaluations, two runs at a time against one at a time: bare `dock
 run`s of the same images doing the same work (as (a)'s baseline), and the same with the
 platform's work the contract adds to each run (as (a)'s "by hand"). On a machine of few
 cores every run's start and end costs CPU that does not divide by the jobs, with or
-without ssebench."""
+without ssebench. The pilot's critical path is measured without ssebench too: bare runs
+of its tasks 2 at a time, the longest first, against the longest task's bare run alone,
+and the same with the contract's work by hand."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -82,10 +85,25 @@ def measure() -> list[Result]:
     try:
         two, one = jobs_against_one(work, PILOT)
         longest = longest_task(work / f"warm-{PILOT.name}")
+        # The platform's own over the same tasks, longest first (as eval orders them).
+        others = sorted(path.parent.name for path in PILOT.glob("*/reference.patch"))
+        pilot_order = [longest, *(task for task in others if task != longest)]
         rounds = iter(range(100))
-        pilot_two, alone = alternate(
-            lambda: evaluate(work / f"pilot-again-{next(rounds)}", JOBS),
-            lambda: evaluate(work / f"alone-{next(rounds)}", 1, PILOT, (longest,)),
+
+        def on_platform(order: list[str], jobs: int, by_hand: bool) -> Callable[[], None]:
+            return lambda: platform_runs(
+                work / f"platform-{next(rounds)}", PILOT, jobs, by_hand=by_hand, order=order
+            )
+
+        pilot_two, alone, bare_pilot_two, bare_alone, hand_pilot_two, hand_alone = in_turns(
+            [
+                lambda: evaluate(work / f"pilot-again-{next(rounds)}", JOBS),
+                lambda: evaluate(work / f"alone-{next(rounds)}", 1, PILOT, (longest,)),
+                on_platform(pilot_order, JOBS, by_hand=False),
+                on_platform([longest], 1, by_hand=False),
+                on_platform(pilot_order, JOBS, by_hand=True),
+                on_platform([longest], 1, by_hand=True),
+            ],
             ROUNDS,
         )
         equal = write_equal_tasks(work / "equal", EQUAL_TASKS)
@@ -121,6 +139,23 @@ def measure() -> list[Result]:
             alone,
             note=f"the critical path: the pilot's longest task ({longest}, by its run's "
             f"recorded time) alone (goal <= 1.10x); median of {ROUNDS} in turns",
+        ),
+        Figure(
+            "(c) the platform over the pilot vs its longest task",
+            f"bare docker runs of the pilot, {JOBS} at a time, longest first",
+            bare_pilot_two,
+            f"the bare run of {longest} alone",
+            bare_alone,
+            note="the same critical path without ssebench (each run as (a)'s baseline); "
+            f"median of {ROUNDS} in turns with the above",
+        ),
+        Figure(
+            "(c) the platform over the pilot vs its longest task, the contract's work by hand",
+            f"the contract's work by hand, {JOBS} at a time, longest first",
+            hand_pilot_two,
+            f"the same for {longest} alone",
+            hand_alone,
+            note=f"(a)'s work by hand on the pilot; median of {ROUNDS} in turns with the above",
         ),
         Figure(
             "(c) eval over equal tasks",
@@ -172,11 +207,17 @@ def measure() -> list[Result]:
     ]
 
 
-def platform_runs(work: Path, dataset: Path, jobs: int, *, by_hand: bool = False) -> None:
+def platform_runs(
+    work: Path, dataset: Path, jobs: int, *, by_hand: bool = False, order: list[str] | None = None
+) -> None:
     """A bare reference run of each task of dataset (its image as eval builds it), jobs
-    at a time; by_hand: with the contract's work (reference_run_by_hand)."""
-    tasks = sorted(path.parent for path in dataset.glob("*/reference.patch"))
-    assert len(tasks) == EQUAL_TASKS, tasks
+    at a time; by_hand: with the contract's work (reference_run_by_hand); order: these
+    tasks only, started in this order (else all of them)."""
+    tasks = (
+        [dataset / task for task in order]
+        if order
+        else sorted(path.parent for path in dataset.glob("*/reference.patch"))
+    )
 
     def run_of(task: Path) -> None:
         image, run_dir = reference_image(task.name), work / task.name
