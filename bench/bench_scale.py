@@ -37,6 +37,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -372,14 +373,15 @@ def platforms_alone(dataset: Path, task_ids: list[str], work: Path) -> tuple[flo
         image = reference_image(task, BENCH_REGISTRY)
         bare_reference_run(image, dataset / task / "reference.patch", work / "runs" / task)
 
-    rates = []
-    for action, jobs in ((bare_job_of, JOBS["kubernetes"]), (bare_run_of, JOBS["docker"])):
+    def runs_per_minute(action: Callable[[str], None], jobs: int) -> float:
         started = time.perf_counter()
         with ThreadPoolExecutor(jobs) as pool:
             list(pool.map(action, task_ids))
-        rates.append(len(task_ids) * 60 / (time.perf_counter() - started))
-        settle(prefix)  # the Jobs' pods go in the background, on the same cores
-    return rates[0], rates[1]
+        return len(task_ids) * 60 / (time.perf_counter() - started)
+
+    of_jobs = runs_per_minute(bare_job_of, JOBS["kubernetes"])
+    settle(prefix)  # the Jobs' pods go in the background, on the cores the runs use
+    return of_jobs, runs_per_minute(bare_run_of, JOBS["docker"])
 
 
 def remove_images(seconds: float = 120.0) -> None:
