@@ -4,6 +4,7 @@ ordinary task folders; bad instances are skipped with one line each."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import yaml
 from ssebench.errors import UserError
 from ssebench.swebench.importer import task_id_for
 from ssebench.swebench.markers import hidden_step_output, script_test_command
-from ssebench.swebench.specs import load_specs
+from ssebench.swebench.package import parser_registry
+from ssebench.swebench.specs import find_spec, load_specs, official_tables
 from ssebench.tasks import load_dataset
 from ssebench.tasks.dataset import manifest_differences
 from tests.cli import ssebench
@@ -189,6 +191,10 @@ def test_nothing_importable_is_one_error_line_and_exit_1(
             "the field pip must list pinned requirements, NAME==VERSION",
         ),
         ("specs:\n  - {repo: a/b, test_cmd: t, log_parser: p}\n", "the field versions"),
+        (
+            "specs:\n  - {repo: a/b, versions: ['1'], python: '3.9', instal: x}\n",
+            "specs[0]: unknown key 'instal'",
+        ),
     ],
 )
 def test_a_bad_specs_file_is_one_clear_line(tmp_path: Path, text: str, message: str) -> None:
@@ -202,7 +208,7 @@ def test_a_bad_specs_file_is_one_clear_line(tmp_path: Path, text: str, message: 
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1
     assert message in done.stderr and "Traceback" not in done.stderr
-    with pytest.raises(UserError, match=message.split("`")[0]):
+    with pytest.raises(UserError, match=re.escape(message.split("`")[0])):
         load_specs(specs)
 
 
@@ -305,3 +311,144 @@ def test_patches_that_do_not_fit_the_tree_are_skipped(
     )
     assert skipped[1].startswith("skipped acme__shapes-21: the patch does not apply at base_commit")
     assert not (tmp_path / "out" / "acme-shapes-20").exists()  # no half-written task
+
+
+def write_published_parquet(project: ShapesProject, path: Path) -> None:
+    """The instances as the published parquet files store them: every field a column
+    (absent ones null), the test lists as JSON strings."""
+    import pyarrow
+    import pyarrow.parquet
+
+    rows = [
+        {key: json.dumps(value) if isinstance(value, list) else value for key, value in row.items()}
+        for row in project.instances
+    ]
+    pyarrow.parquet.write_table(pyarrow.Table.from_pylist(rows), path)
+
+
+def _imported_tasks(done: subprocess.CompletedProcess[str]) -> list[str]:
+    assert done.returncode == 0, done.stderr
+    return [item["task"] for item in json.loads(done.stdout)["imported"]]
+
+
+def test_a_json_array_and_a_parquet_file_import_the_same_tasks_as_jsonl(
+    project: ShapesProject, imported: Path, tmp_path: Path
+) -> None:
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS_YAML)
+    array = tmp_path / "instances.json"
+    array.write_text(json.dumps(project.instances, indent=2))
+    parquet = tmp_path / "instances.parquet"
+    write_published_parquet(project, parquet)
+    for source in (array, parquet):
+        out = tmp_path / source.suffix.lstrip(".")
+        done = ssebench(
+            "dataset", "import", "swebench", str(source), "--out", str(out),
+            "--repos", str(project.repos), "--specs", str(specs), "--json",
+        )  # fmt: skip
+        assert _imported_tasks(done) == [task.id for task in load_dataset(imported).tasks]
+        for task in load_dataset(out).tasks:
+            reference = imported / task.id
+            for name in ("task.yaml", "swebench.json", "environment/Dockerfile"):
+                assert (task.path / name).read_text() == (reference / name).read_text(), name
+
+
+def test_fields_the_import_does_not_use_are_named_in_one_line(
+    project: ShapesProject, tmp_path: Path
+) -> None:
+    extra = {**project.instances[0], "hints_text": "look at rect", "difficulty": "<15 min"}
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text(json.dumps(extra) + "\n")
+    done = ssebench(
+        "dataset", "import", "swebench", str(instances), "--out", str(tmp_path / "out"),
+        "--repos", str(project.repos),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "fields not used by the import: difficulty, hints_text" in done.stdout.splitlines()
+
+
+def test_a_broken_json_array_is_one_clear_line(tmp_path: Path) -> None:
+    broken = tmp_path / "instances.json"
+    broken.write_text('[{"instance_id": "a__b-1",\n')
+    done = ssebench("dataset", "import", "swebench", str(broken), "--out", str(tmp_path / "o"))
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "starts like a JSON array but is not valid JSON" in done.stderr
+
+
+def test_versions_stay_strings_whatever_yaml_makes_of_them(tmp_path: Path) -> None:
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(
+        "specs:\n"
+        "  - {repo: a/b, versions: [2.10, 3.0, 1], python: 3.10, install: pip install .,"
+        " test_cmd: pytest, log_parser: parse_log_pytest}\n"
+    )
+    (spec,) = load_specs(specs)
+    assert spec.versions == ("2.10", "3.0", "1")
+    assert spec.python == "3.10"
+    assert spec.official_form
+
+
+def test_the_official_tables_ship_every_python_repository_with_provenance() -> None:
+    tables = official_tables()
+    assert tables.provenance["package"] == "swebench"
+    assert tables.provenance["version"].startswith("4.")
+    assert len(tables.specs) == 300
+    assert len({spec.repo for spec in tables.specs}) == 20
+    astroid = find_spec([], "pylint-dev/astroid", "2.10")
+    assert astroid is not None and astroid.python == "3.9"
+    assert astroid.install == "python -m pip install -e ."
+    assert astroid.log_parser == "parse_log_pytest"
+    sqlfluff = find_spec([], "sqlfluff/sqlfluff", "0.8")
+    assert sqlfluff is not None and sqlfluff.environment_packages == "requirements.txt"
+    assert sqlfluff.requirements_paths == ("requirements_dev.txt",)
+    pydicom = find_spec([], "pydicom/pydicom", "2.0")
+    assert pydicom is not None and pydicom.python == "3.8"
+    # Every log parser the tables name is in the installed package's registry.
+    registry = parser_registry()
+    assert {spec.log_parser for spec in tables.specs} - {None} <= set(registry)
+
+
+def test_a_users_spec_wins_over_the_official_one_for_its_versions_only(tmp_path: Path) -> None:
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(
+        "specs:\n"
+        "  - repo: pylint-dev/astroid\n"
+        "    versions: ['2.10']\n"
+        "    python: '3.11'\n"
+        "    install: python -m pip install .\n"
+        "    test_cmd: pytest -rA\n"
+    )
+    users = load_specs(specs)
+    mine = find_spec(users, "pylint-dev/astroid", "2.10")
+    assert mine is not None and mine.python == "3.11" and mine.origin == "--specs"
+    # What the user left out of the repository's fields comes from the official tables.
+    assert mine.log_parser == "parse_log_pytest"
+    other = find_spec(users, "pylint-dev/astroid", "2.12")
+    assert other is not None and other.python == "3.9" and other.origin.startswith("official")
+
+
+def test_a_dataset_through_the_datasets_library_imports_offline(
+    project: ShapesProject, imported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--dataset NAME --split SPLIT: the library's own loading of a dataset laid out as the
+    published ones are (data/<split>-00000-of-00001.parquet), with the network off."""
+    published = tmp_path / "SWE-bench_Shapes"
+    (published / "data").mkdir(parents=True)
+    write_published_parquet(project, published / "data" / "test-00000-of-00001.parquet")
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(SPECS_YAML)
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    done = ssebench(
+        "dataset", "import", "swebench", "--dataset", str(published), "--split", "test",
+        "--out", str(tmp_path / "out"), "--repos", str(project.repos), "--specs", str(specs),
+        "--json",
+    )  # fmt: skip
+    assert _imported_tasks(done) == [task.id for task in load_dataset(imported).tasks]
+    missing = ssebench(
+        "dataset", "import", "swebench", "--dataset", str(published), "--split", "train",
+        "--out", str(tmp_path / "out2"),
+    )  # fmt: skip
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1
+    assert f"--dataset {published} --split train: cannot be loaded" in missing.stderr

@@ -48,11 +48,23 @@ def register_import(actions: Any) -> None:
     formats.required = True
     swebench = formats.add_parser(
         "swebench",
-        help="SWE-bench-format instances (JSONL)",
+        help="SWE-bench-format instances (JSONL, JSON array, parquet, or a published dataset)",
         description="Write one task per SWE-bench-format instance into a dataset folder "
         "(docs/datasets.md). Needs the datasets extra: pip install 'ssebench[datasets]'.",
     )
-    swebench.add_argument("instances_file", metavar="INSTANCES.jsonl")
+    swebench.add_argument(
+        "instances_file",
+        nargs="?",
+        metavar="INSTANCES",
+        help="a JSONL file, a JSON array or a .parquet file of instances",
+    )
+    swebench.add_argument(
+        "--dataset",
+        metavar="NAME",
+        help="a published dataset (e.g. SWE-bench/SWE-bench_Lite), loaded with the datasets "
+        "library, in place of INSTANCES",
+    )
+    swebench.add_argument("--split", metavar="SPLIT", help="the split of --dataset (e.g. test)")
     swebench.add_argument("--out", required=True, metavar="DIR", help="the dataset folder")
     swebench.add_argument(
         "--repos",
@@ -103,12 +115,26 @@ def register_check(actions: Any) -> None:
 
 def import_swebench_command(arguments: argparse.Namespace) -> int:
     from ssebench.swebench.importer import import_instances
+    from ssebench.swebench.instances import hub_records, read_records
     from ssebench.swebench.specs import load_specs
 
+    if (arguments.instances_file is None) == (arguments.dataset is None):
+        raise UserError(
+            "pass either INSTANCES (a JSONL, JSON or parquet file) or --dataset NAME --split SPLIT"
+        )
+    if arguments.dataset is not None and not arguments.split:
+        raise UserError(f"--dataset {arguments.dataset} needs --split SPLIT, e.g. --split test")
     specs = load_specs(Path(arguments.specs)) if arguments.specs else []
+    if arguments.dataset is not None:
+        records = hub_records(arguments.dataset, arguments.split)
+        source_name = f"{arguments.dataset} ({arguments.split})"
+    else:
+        records = read_records(Path(arguments.instances_file))
+        source_name = arguments.instances_file
     out = Path(arguments.out)
     report = import_instances(
-        Path(arguments.instances_file),
+        records,
+        source_name,
         out,
         repos=Path(arguments.repos) if arguments.repos else None,
         specs=specs,
@@ -129,6 +155,7 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
                         {"instance_id": skipped.instance_id, "reason": skipped.reason}
                         for skipped in report.skipped
                     ],
+                    "unused_fields": report.unused_fields,
                 },
                 indent=2,
             )
@@ -138,6 +165,8 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
             print(f"imported {instance} as {out / task}")
         for skipped in report.skipped:
             print(skipped.line())
+        if report.unused_fields:
+            print(f"fields not used by the import: {', '.join(report.unused_fields)}")
         print(
             f"{len(report.imported)} imported, {len(report.skipped)} skipped"
             + (f"; the dataset is {out}" if report.imported else "")

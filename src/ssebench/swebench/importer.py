@@ -33,7 +33,7 @@ import yaml
 
 from ssebench.errors import UserError
 from ssebench.swebench.grading import GRADING_FILE
-from ssebench.swebench.instances import Instance, Skipped, read_instances
+from ssebench.swebench.instances import Instance, Skipped, check_records, unused_fields
 from ssebench.swebench.markers import hidden_test_command, script_test_command
 from ssebench.swebench.package import parser_registry
 from ssebench.swebench.specs import Spec, find_spec
@@ -70,6 +70,8 @@ class InstanceSkipped(Exception):
 class ImportReport:
     imported: list[tuple[str, str]] = field(default_factory=list)  # (instance, task ID)
     skipped: list[Skipped] = field(default_factory=list)
+    # The records' fields that the import does not use, named to the user.
+    unused_fields: list[str] = field(default_factory=list)
 
 
 def task_id_for(instance_id: str) -> str:
@@ -241,6 +243,12 @@ def build_for(instance: Instance, specs: list[Spec], test_files: list[str]) -> B
             f"it has no dockerfile/eval_script of its own and there is no install "
             f"specification for {instance.repo} version {instance.version}; {hint}"
         )
+    if spec.official_form:
+        raise InstanceSkipped(
+            f"its specification ({spec.origin}) is of the official form, whose environments "
+            "this version of ssebench does not build yet"
+        )
+    assert spec.test_cmd is not None and spec.log_parser is not None
     command = f"{spec.test_cmd} {' '.join(shlex.quote(path) for path in test_files)}"
     return Build(spec.dockerfile(), command, instance.log_parser or spec.log_parser, spec.eval_type)
 
@@ -290,7 +298,8 @@ def write_task(folder: Path, instance: Instance, clone: Path, specs: list[Spec])
 
 
 def import_instances(
-    instances_file: Path,
+    records: list[Any],
+    source_name: str,
     out: Path,
     *,
     repos: Path | None,
@@ -299,8 +308,9 @@ def import_instances(
     name: str | None = None,
     clone_from: str | None = None,
 ) -> ImportReport:
-    """Import the instances of a JSONL file into the dataset folder out (made or
-    updated: an imported task's folder is replaced). A repository without a clone
+    """Import the records of a published file (read_records, hub_records; named by
+    source_name) into the dataset folder out (made or updated: an imported task's
+    folder is replaced). A repository without a clone
     under repos is cloned there from clone_from ({repo} is OWNER/NAME), if given.
     Raises UserError for a problem of the whole import; an instance's problem skips it
     (in the report)."""
@@ -312,10 +322,10 @@ def import_instances(
     if repos is not None and not repos.is_dir():
         raise UserError(f"--repos {repos}: no such folder; pass the folder of the clones")
     out.mkdir(parents=True, exist_ok=True)
-    report = ImportReport()
+    report = ImportReport(unused_fields=unused_fields(records))
     seen: dict[str, str] = {}
     found: set[str] = set()
-    for entry in read_instances(instances_file):
+    for entry in check_records(records):
         if wanted and entry.instance_id not in wanted:
             continue
         found.add(entry.instance_id)
@@ -344,7 +354,7 @@ def import_instances(
         seen[task_id] = entry.instance_id
         report.imported.append((entry.instance_id, task_id))
     for missing in sorted(set(wanted) - found):
-        report.skipped.append(Skipped(missing, f"not in {instances_file}"))
+        report.skipped.append(Skipped(missing, f"not in {source_name}"))
     if report.imported:
         dataset_file = out / DATASET_FILE
         if not dataset_file.exists():
@@ -354,7 +364,7 @@ def import_instances(
                     {
                         "name": dataset_name,
                         "version": 1,
-                        "description": f"Imported from {instances_file.name}",
+                        "description": f"Imported from {source_name}",
                     },
                     sort_keys=False,
                 ),

@@ -1,4 +1,4 @@
-"""SWE-bench-format instances: reading a JSONL file and checking each instance.
+"""SWE-bench-format instances: reading the published files and checking each instance.
 
 An instance is one JSON object per line with the fields of the official datasets
 (REQUIRED_FIELDS). A 5.x instance also carries its own build and test (`dockerfile`,
@@ -139,21 +139,115 @@ def check_instance(data: Any, line_number: int) -> Instance | Skipped:
     )
 
 
-def read_instances(path: Path) -> Iterator[Instance | Skipped]:
-    """Every instance of a JSONL file, in order. Raises UserError when the file cannot
-    be read; a bad line is a Skipped entry."""
+# Fields of the published records that the import reads (beside REQUIRED_FIELDS).
+USED_FIELDS = (
+    *REQUIRED_FIELDS,
+    *OWN_BUILD_FIELDS,
+    "eval_type",
+    "environment_setup_commit",
+    "created_at",
+)
+
+
+def unused_fields(records: list[Any]) -> list[str]:
+    """The fields of the records that the import does not use, sorted: named to the
+    user in one line, so that nothing is dropped silently."""
+    names: set[str] = set()
+    for record in records:
+        data = record.record if isinstance(record, _Numbered) else record
+        if isinstance(data, dict):
+            names.update(str(key) for key in data)
+    return sorted(names - set(USED_FIELDS))
+
+
+def read_records(path: Path) -> list[Any]:
+    """The records of a published file: JSONL, a JSON array, or a parquet file (by its
+    `.parquet` suffix). Raises UserError when the file cannot be read as one of them; a
+    JSONL line that is not valid JSON is a Skipped entry."""
+    if path.suffix == ".parquet":
+        return _parquet_records(path)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise UserError(f"{path}: no such file; pass a JSONL file of instances") from None
+        raise UserError(
+            f"{path}: no such file; pass a JSONL, JSON or parquet file of instances"
+        ) from None
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(f"{path}: cannot be read ({error}); pass a UTF-8 JSONL file") from None
+    if text.lstrip().startswith("["):
+        try:
+            array = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise UserError(
+                f"{path}: starts like a JSON array but is not valid JSON ({error.msg}, "
+                f"line {error.lineno}); pass a JSON array or one object per line"
+            ) from None
+        return list(array)
+    records: list[Any] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            records.append(_Numbered(number, json.loads(line)))
         except json.JSONDecodeError:
-            yield Skipped(f"line {number}", "not valid JSON")
-            continue
-        yield check_instance(data, number)
+            records.append(Skipped(f"line {number}", "not valid JSON"))
+    return records
+
+
+@dataclass(frozen=True)
+class _Numbered:
+    """A JSONL record with its line number, which names it while it has no instance_id."""
+
+    line: int
+    record: Any
+
+
+def _parquet_records(path: Path) -> list[Any]:
+    try:
+        import pyarrow.parquet
+    except ImportError:
+        raise UserError(
+            "reading a parquet file needs pyarrow: pip install 'ssebench[datasets]'"
+        ) from None
+    try:
+        return list(pyarrow.parquet.read_table(path).to_pylist())
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file; pass a parquet file of instances") from None
+    except (OSError, pyarrow.ArrowException) as error:
+        raise UserError(f"{path}: not a readable parquet file ({error})") from None
+
+
+def hub_records(name: str, split: str) -> list[Any]:
+    """The records of a published dataset's split, through the `datasets` library (its
+    cache, or the network unless HF_DATASETS_OFFLINE=1). Raises UserError."""
+    try:
+        import datasets
+    except ImportError:
+        raise UserError(
+            "--dataset needs the datasets library: pip install 'ssebench[datasets]'"
+        ) from None
+    try:
+        loaded = datasets.load_dataset(name, split=split)  # type: ignore[attr-defined]
+    except Exception as error:  # the library raises many kinds; each is one line here
+        reason = " ".join(str(error).split())[:300]
+        raise UserError(
+            f"--dataset {name} --split {split}: cannot be loaded ({type(error).__name__}: {reason})"
+        ) from None
+    return [dict(row) for row in loaded]
+
+
+def check_records(records: list[Any]) -> Iterator[Instance | Skipped]:
+    """Every record checked, in order: an Instance, or a Skipped entry saying why."""
+    for number, record in enumerate(records, start=1):
+        if isinstance(record, Skipped):
+            yield record
+        elif isinstance(record, _Numbered):
+            yield check_instance(record.record, record.line)
+        else:
+            yield check_instance(record, number)
+
+
+def read_instances(path: Path) -> Iterator[Instance | Skipped]:
+    """Every instance of a JSONL, JSON array or parquet file, in order. Raises UserError
+    when the file cannot be read; a bad record is a Skipped entry."""
+    yield from check_records(read_records(path))
