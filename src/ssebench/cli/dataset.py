@@ -83,6 +83,26 @@ def register_import(actions: Any) -> None:
     swebench.add_argument(
         "--instances", nargs="+", metavar="ID", help="import only these instance IDs"
     )
+    swebench.add_argument(
+        "--python-images",
+        choices=("official", "debian"),
+        default="official",
+        help="where a spec's Python X.Y comes from: the official python:X.Y-slim image "
+        "(default), or ssebench/python:X.Y made offline from Debian "
+        "(scripts/seed-python-image.sh; 3.9, 3.11, 3.13)",
+    )
+    swebench.add_argument(
+        "--python-substitute",
+        action="append",
+        default=[],
+        metavar="X.Y=A.B",
+        help="build a spec that names Python X.Y with A.B instead, recorded as a deviation",
+    )
+    swebench.add_argument(
+        "--no-resolve-by-date",
+        action="store_true",
+        help="resolve unpinned requirements to today's releases, not as of the instance's date",
+    )
     swebench.add_argument("--name", help="the dataset's name if DIR has no dataset.yaml yet")
     swebench.add_argument("--json", action="store_true", help="print the summary as JSON")
     swebench.set_defaults(handler=import_swebench_command)
@@ -114,7 +134,7 @@ def register_check(actions: Any) -> None:
 
 
 def import_swebench_command(arguments: argparse.Namespace) -> int:
-    from ssebench.swebench.importer import import_instances
+    from ssebench.swebench.importer import EnvironmentOptions, import_instances
     from ssebench.swebench.instances import hub_records, read_records
     from ssebench.swebench.specs import load_specs
 
@@ -125,6 +145,17 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
     if arguments.dataset is not None and not arguments.split:
         raise UserError(f"--dataset {arguments.dataset} needs --split SPLIT, e.g. --split test")
     specs = load_specs(Path(arguments.specs)) if arguments.specs else []
+    substitutes = {}
+    for pair in arguments.python_substitute:
+        specified, _, stand_in = pair.partition("=")
+        if not specified or not stand_in:
+            raise UserError(f"--python-substitute {pair}: give X.Y=A.B, e.g. 3.8=3.9")
+        substitutes[specified] = stand_in
+    options = EnvironmentOptions(
+        python_images=arguments.python_images,
+        resolve_by_date=not arguments.no_resolve_by_date,
+        python_substitutes=substitutes,
+    )
     if arguments.dataset is not None:
         records = hub_records(arguments.dataset, arguments.split)
         source_name = f"{arguments.dataset} ({arguments.split})"
@@ -141,6 +172,7 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
         wanted=arguments.instances or (),
         name=arguments.name,
         clone_from=arguments.clone_from,
+        options=options,
     )
     if arguments.json:
         print(

@@ -128,7 +128,7 @@ class Dialog:
             return self._redactor.text(value)
         if isinstance(value, dict):
             return {self._redactor.text(str(k)): self._redact(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
+        if isinstance(value, (list, tuple)):
             return [self._redact(v) for v in value]
         return value
 

@@ -6,7 +6,7 @@ import os
 import threading
 import traceback
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
@@ -18,7 +18,8 @@ _stdout_lock = threading.Lock()
 
 
 def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    # timezone.utc, not datetime.UTC: the runtime runs on the image's Python, 3.9 and up.
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Redactor:
@@ -104,7 +105,7 @@ class LogFile:
 
     def exception(self, context: str, error: BaseException) -> None:
         """The traceback goes to the file only; stdout gets the exception's type."""
-        details = "".join(traceback.format_exception(error))
+        details = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         text = self._redactor.text(f"{context}: {type(error).__name__}\n{details}")
         self.write(f"{utc_now()} {text}".encode())
         if self._echo is not None:

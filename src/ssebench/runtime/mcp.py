@@ -307,7 +307,7 @@ def _accepts_json(accept: str | None) -> bool:
 
 
 def _valid_id(value: Any) -> bool:
-    return isinstance(value, str | int) and not isinstance(value, bool)
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
 
 
 def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:

@@ -25,13 +25,24 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from ssebench.errors import UserError
+from ssebench.swebench.environments import (
+    PACKAGE_FOLDER,
+    SETUP_FOLDER,
+    EnvironmentUnavailable,
+    PythonImages,
+    dockerfile,
+    included_files,
+    plan_environment,
+    setup_files,
+    test_setup,
+)
 from ssebench.swebench.grading import GRADING_FILE
 from ssebench.swebench.instances import Instance, Skipped, check_records, unused_fields
 from ssebench.swebench.markers import hidden_test_command, script_test_command
@@ -216,9 +227,34 @@ class Build:
     test_command: str
     log_parser: str
     eval_type: str
+    # Run before the tests' start marker (the official eval_commands, PYTHONPATH).
+    test_setup: str = ""
+    # Further files of the environment's build context, by relative path.
+    context_files: dict[str, str] = field(default_factory=dict)
+    # What the environment was made of, for swebench.json (official-form specs).
+    environment: dict[str, object] | None = None
 
 
-def build_for(instance: Instance, specs: list[Spec], test_files: list[str]) -> Build:
+@dataclass(frozen=True)
+class EnvironmentOptions:
+    """How the environments of official-form specs are made (docs/datasets.md)."""
+
+    python_images: PythonImages = "official"
+    resolve_by_date: bool = True
+    # Python versions the user lets another stand in for: {"3.8": "3.9"}.
+    python_substitutes: dict[str, str] = field(default_factory=dict)
+
+
+def build_for(
+    instance: Instance,
+    specs: list[Spec],
+    test_files: list[str],
+    *,
+    clone: Path,
+    tree: Path,
+    environment_dir: Path,
+    options: EnvironmentOptions,
+) -> Build:
     """The instance's own build (5.x) or its specification's; InstanceSkipped if neither."""
     if instance.has_own_build:
         assert instance.dockerfile is not None and instance.eval_script is not None
@@ -244,27 +280,160 @@ def build_for(instance: Instance, specs: list[Spec], test_files: list[str]) -> B
             f"specification for {instance.repo} version {instance.version}; {hint}"
         )
     if spec.official_form:
-        raise InstanceSkipped(
-            f"its specification ({spec.origin}) is of the official form, whose environments "
-            "this version of ssebench does not build yet"
+        return official_build(
+            instance,
+            spec,
+            test_files,
+            clone=clone,
+            tree=tree,
+            environment_dir=environment_dir,
+            options=options,
         )
     assert spec.test_cmd is not None and spec.log_parser is not None
     command = f"{spec.test_cmd} {' '.join(shlex.quote(path) for path in test_files)}"
     return Build(spec.dockerfile(), command, instance.log_parser or spec.log_parser, spec.eval_type)
 
 
-def write_task(folder: Path, instance: Instance, clone: Path, specs: list[Spec]) -> None:
+# The official harness leaves files of these kinds out of the test command
+# (NON_TEST_EXTS of swebench.harness.constants).
+NON_TEST_SUFFIXES = (
+    ".json",
+    ".png",
+    "csv",
+    ".txt",
+    ".md",
+    ".jpg",
+    ".jpeg",
+    ".pkl",
+    ".yml",
+    ".yaml",
+    ".toml",
+)
+
+
+def official_build(
+    instance: Instance,
+    spec: Spec,
+    test_files: list[str],
+    *,
+    clone: Path,
+    tree: Path,
+    environment_dir: Path,
+    options: EnvironmentOptions,
+) -> Build:
+    """The build of an official-form spec (environments.py): the repository at
+    environment_setup_commit goes into the environment's context."""
+    if spec.test_cmd is None:
+        raise InstanceSkipped(f"its specification ({spec.origin}) has no test_cmd")
+    if spec.log_parser is None and instance.log_parser is None:
+        raise InstanceSkipped(f"its specification ({spec.origin}) names no log_parser")
+    assert spec.python is not None
+    specified_python = spec.python
+    substitute = options.python_substitutes.get(specified_python)
+    if substitute is not None:
+        spec = replace(spec, python=substitute)
+    setup_commit = instance.environment_setup_commit or instance.base_commit
+    requirements = read_requirements(clone, setup_commit, spec.requirements_paths)
+    try:
+        plan = plan_environment(
+            spec,
+            instance,
+            images=options.python_images,
+            resolve_by_date=options.resolve_by_date,
+            requirements_text=requirements,
+            tree=tree,
+            setup_commit_date=_commit_date(clone, setup_commit),
+        )
+    except EnvironmentUnavailable as reason:
+        raise InstanceSkipped(str(reason)) from None
+    if substitute is not None:
+        plan = replace(
+            plan,
+            deviations=(
+                *plan.deviations,
+                f"Python {substitute} in place of the specification's {specified_python}",
+            ),
+        )
+    export_tree(clone, setup_commit, environment_dir / PACKAGE_FOLDER)
+    directives = [path for path in test_files if not path.endswith(NON_TEST_SUFFIXES)]
+    if instance.repo == "django/django":
+        directives = [django_directive(path) for path in directives]
+    command = f"{spec.test_cmd} {' '.join(shlex.quote(path) for path in directives)}"
+    context = {f"{SETUP_FOLDER}/{name}": text for name, text in setup_files(plan).items()}
+    return Build(
+        dockerfile(plan, package_version=instance.version),
+        command,
+        instance.log_parser or spec.log_parser or "",
+        spec.eval_type,
+        test_setup=test_setup(plan, spec.eval_commands),
+        context_files=context,
+        environment={**plan.record(), "environment_setup_commit": setup_commit},
+    )
+
+
+def django_directive(path: str) -> str:
+    """A Django test file as its runner names it: tests/a/b.py -> a.b."""
+    path = path.removesuffix(".py")
+    path = path.removeprefix("tests/")
+    return path.replace("/", ".")
+
+
+def read_requirements(clone: Path, commit: str, paths: Sequence[str]) -> str | None:
+    """The first of paths in the clone at commit, with the files it includes (`-r`)
+    first, as the harness reads them; None when none of paths is there."""
+    for path in paths:
+        text = _show(clone, commit, path)
+        if text is None:
+            continue
+        folder = path.rsplit("/", 1)[0] if "/" in path else ""
+        included = []
+        for name in included_files(text):
+            extra = _show(clone, commit, f"{folder}/{name}" if folder else name)
+            if extra is not None:
+                included.append(extra)
+        return "\n".join([*included, text])
+    return None
+
+
+def _commit_date(clone: Path, commit: str) -> str | None:
+    shown = _git(["-C", str(clone), "show", "-s", "--format=%cI", commit])
+    return shown.stdout.decode().strip() or None if shown.returncode == 0 else None
+
+
+def _show(clone: Path, commit: str, path: str) -> str | None:
+    shown = _git(["-C", str(clone), "show", f"{commit}:{path}"])
+    return shown.stdout.decode(errors="replace") if shown.returncode == 0 else None
+
+
+def write_task(
+    folder: Path,
+    instance: Instance,
+    clone: Path,
+    specs: list[Spec],
+    options: EnvironmentOptions,
+) -> None:
     """Write the task folder of one instance (folder must not exist)."""
     folder.mkdir(parents=True)
     tree = folder / SOURCE_FOLDER
     export_tree(clone, instance.base_commit, tree)
     test_files = hidden_files(tree, instance, folder / HIDDEN_FOLDER)
-    build = build_for(instance, specs, test_files)
-    if build.log_parser not in parser_registry():
-        raise InstanceSkipped(f"the swebench package has no log parser {build.log_parser!r}")
     environment = folder / ENVIRONMENT_FOLDER
     environment.mkdir()
+    build = build_for(
+        instance,
+        specs,
+        test_files,
+        clone=clone,
+        tree=tree,
+        environment_dir=environment,
+        options=options,
+    )
+    if build.log_parser not in parser_registry():
+        raise InstanceSkipped(f"the swebench package has no log parser {build.log_parser!r}")
     (environment / "Dockerfile").write_text(build.dockerfile, encoding="utf-8")
+    for relative, text in build.context_files.items():
+        (environment / relative).parent.mkdir(parents=True, exist_ok=True)
+        (environment / relative).write_text(text, encoding="utf-8")
     (folder / REFERENCE_PATCH).write_text(instance.patch, encoding="utf-8")
     task: dict[str, Any] = {
         "id": folder.name,
@@ -277,13 +446,13 @@ def write_task(folder: Path, instance: Instance, clone: Path, specs: list[Spec])
         # The instance's tests are all graded in the hidden step, by the package.
         "build": "true",
         "test": "true",
-        "hidden_test": hidden_test_command(build.test_command),
+        "hidden_test": hidden_test_command(build.test_command, setup=build.test_setup),
     }
     (folder / TASK_FILE).write_text(
         yaml.dump(task, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=1000),
         encoding="utf-8",
     )
-    grading = {
+    grading: dict[str, Any] = {
         "instance_id": instance.instance_id,
         "repo": instance.repo,
         "version": instance.version,
@@ -294,6 +463,8 @@ def write_task(folder: Path, instance: Instance, clone: Path, specs: list[Spec])
         "eval_type": build.eval_type,
         "test_files": test_files,
     }
+    if build.environment is not None:
+        grading["environment"] = build.environment
     (folder / GRADING_FILE).write_text(json.dumps(grading, indent=2) + "\n", encoding="utf-8")
 
 
@@ -307,6 +478,7 @@ def import_instances(
     wanted: Sequence[str] = (),
     name: str | None = None,
     clone_from: str | None = None,
+    options: EnvironmentOptions | None = None,
 ) -> ImportReport:
     """Import the records of a published file (read_records, hub_records; named by
     source_name) into the dataset folder out (made or updated: an imported task's
@@ -344,7 +516,7 @@ def import_instances(
             if folder.exists():
                 shutil.rmtree(folder)
             try:
-                write_task(folder, entry, clone, specs)
+                write_task(folder, entry, clone, specs, options or EnvironmentOptions())
             except BaseException:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise

@@ -53,6 +53,8 @@ class Instance:
     eval_script: str | None
     log_parser: str | None
     eval_type: str
+    created_at: str | None = None
+    environment_setup_commit: str | None = None
 
     @property
     def has_own_build(self) -> bool:
@@ -89,6 +91,13 @@ def _test_list(value: Any) -> tuple[str, ...] | None:
 
 def _optional_text(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _date_text(value: Any) -> str | None:
+    """created_at as text: a string as published, or a parquet file's timestamp."""
+    if hasattr(value, "isoformat"):
+        return str(value.isoformat())
     return value if isinstance(value, str) and value.strip() else None
 
 
@@ -136,6 +145,8 @@ def check_instance(data: Any, line_number: int) -> Instance | Skipped:
         eval_script=_optional_text(data, "eval_script"),
         log_parser=_optional_text(data, "log_parser"),
         eval_type=eval_type,
+        created_at=_date_text(data.get("created_at")),
+        environment_setup_commit=_optional_text(data, "environment_setup_commit"),
     )
 
 

@@ -19,10 +19,11 @@ HIDDEN_STEP_HEADER = "== hidden_test: $ "
 _SCRIPT_MARKER = re.compile(r"""^\s*(?::|echo)\s+['"]?(>>>>> (?:Start|End) Test Output)['"]?\s*$""")
 
 
-def hidden_test_command(test_command: str) -> str:
-    """The task's hidden_test: the test command between the markers; exits with its status."""
+def hidden_test_command(test_command: str, *, setup: str = "") -> str:
+    """The task's hidden_test: setup, then the test command between the markers; exits
+    with the test command's status."""
     return (
-        f"echo '{START_MARKER}'\n"
+        (f"{setup.strip()}\n" if setup.strip() else "") + f"echo '{START_MARKER}'\n"
         f"{test_command.strip()}\n"
         "ssebench_test_status=$?\n"
         f"echo '{END_MARKER}'\n"

@@ -1,0 +1,137 @@
+"""Environments of official-form specs: the real dev instances import with no --specs,
+into Dockerfiles that carry out the official steps (built for real in
+tests/docker/test_swebench_dev.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ssebench.swebench.environments import (
+    requirement_lines,
+    resolution_date,
+    split_pre_install,
+)
+from tests.cli import ssebench
+from tests.swebench_dev import INSTANCES, unpack_repositories
+
+
+@pytest.fixture(scope="module")
+def dev_import(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("dev")
+    repos = unpack_repositories(root / "repos")
+    out = root / "dev"
+    done = ssebench(
+        "dataset", "import", "swebench", str(INSTANCES), "--out", str(out),
+        "--repos", str(repos), "--python-images", "debian",
+        "--python-substitute", "3.8=3.9", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["skipped"] == []
+    assert summary["unused_fields"] == ["hints_text", "query", "task_id"]
+    return out
+
+
+def _environment(dev_import: Path, task: str) -> dict[str, object]:
+    grading = json.loads((dev_import / task / "swebench.json").read_text())
+    return grading["environment"]  # type: ignore[no-any-return]
+
+
+def test_every_dev_instance_imports_with_no_specs_from_the_official_tables(
+    dev_import: Path,
+) -> None:
+    astroid = _environment(dev_import, "pylint-dev-astroid-1268")
+    assert astroid["python"] == "3.9" and astroid["image"] == "ssebench/python:3.9"
+    assert str(astroid["spec"]).startswith("official swebench 4.1.0 (pylint-dev/astroid")
+    assert astroid["deviations"] == []
+    dockerfile = (dev_import / "pylint-dev-astroid-1268/environment/Dockerfile").read_text()
+    assert dockerfile.startswith("# Written by `ssebench dataset import swebench`")
+    assert "FROM ssebench/python:3.9 AS environment" in dockerfile
+    assert "python3 -m venv /opt/miniconda3/envs/testbed" in dockerfile
+    assert "cd /testbed && python -m pip install -e ." in dockerfile
+    assert "SETUPTOOLS_SCM_PRETEND_VERSION=2.9" in dockerfile
+    # The CA stays in the install stage; the final stage copies the environment only.
+    final = dockerfile.rsplit("\nFROM ", 1)[1]
+    assert "build-ca" not in final and "COPY --from=install" in final
+    # The repository at environment_setup_commit is the install's, the instance's its own.
+    package = dev_import / "pylint-dev-astroid-1268/environment/package"
+    assert (package / "setup.cfg").is_file() and not (package / ".git").exists()
+
+
+def test_a_substitute_python_is_recorded_as_a_deviation(dev_import: Path) -> None:
+    pydicom = _environment(dev_import, "pydicom-pydicom-1194")
+    assert pydicom["python"] == "3.9"
+    assert pydicom["deviations"] == ["Python 3.9 in place of the specification's 3.8"]
+
+
+def test_requirements_come_from_the_setup_commit_and_resolve_as_of_a_date(
+    dev_import: Path,
+) -> None:
+    setup = dev_import / "sqlfluff-sqlfluff-2386/environment/setup"
+    requirements = (setup / "requirements.txt").read_text().splitlines()
+    # requirements_dev.txt at environment_setup_commit, with the yanked name rewritten.
+    assert "types-setuptools" in requirements and "pytest" in requirements
+    assert (setup / "pins.txt").read_text().splitlines() == ["coverage==6.2"]
+    sqlfluff = _environment(dev_import, "sqlfluff-sqlfluff-2386")
+    # The setup commit (2022-01-30) is later than the instance (2022-01-21).
+    assert sqlfluff["resolved_as_of"] == "2022-01-30"
+    assert sqlfluff["import_root"] == "src"
+    task = yaml.safe_load((dev_import / "sqlfluff-sqlfluff-2386/task.yaml").read_text())
+    hidden = task["hidden_test"].splitlines()
+    assert hidden[0] == 'export PYTHONPATH="$PWD/src""${PYTHONPATH:+:$PYTHONPATH}"'
+    assert hidden[1] == "echo '>>>>> Start Test Output'"
+    assert hidden[2] == "pytest -rA test/core/rules/docstring_test.py test/rules/std_L054_test.py"
+
+
+def test_the_resolution_date_is_never_before_the_python() -> None:
+    assert resolution_date("2017-03-01T10:00:00Z", None, python="3.9") == "2020-10-05"
+    assert resolution_date("2021-11-21T16:15:23Z", "2021-12-29T00:00:00+01:00", python="3.9") == (
+        "2021-12-29"
+    )
+    assert resolution_date(None, None, python="3.9") is None
+
+
+def test_pre_install_apt_lines_become_debian_packages() -> None:
+    packages, shell = split_pre_install(
+        (
+            "apt-get update && apt-get install -y ffmpeg libsm6 libgl1-mesa-glx",
+            "sed -i 's/pytest/pytest -rA/' tox.ini",
+        )
+    )
+    assert packages == ("ffmpeg", "libsm6", "libgl1")
+    assert shell == ("sed -i 's/pytest/pytest -rA/' tox.ini",)
+
+
+def test_requirement_lines_as_the_harness_keeps_them() -> None:
+    text = "# dev\n-e .\n-r other.txt\ntypes-pkg_resources==0.1\npytest>=6\n\n.[test]\n"
+    assert requirement_lines(text) == ["types-setuptools", "pytest>=6"]
+
+
+def test_a_python_no_debian_release_carries_is_one_line_at_import(
+    dev_import: Path, tmp_path: Path
+) -> None:
+    record = json.loads(INSTANCES.read_text().splitlines()[1])  # astroid, Python 3.9
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(
+        "specs:\n  - {repo: pylint-dev/astroid, versions: ['2.9'], python: '3.6',"
+        " install: python -m pip install -e ., test_cmd: pytest -rA}\n"
+    )
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text(json.dumps(record) + "\n")
+    repos = unpack_repositories(tmp_path / "repos")
+    done = ssebench(
+        "dataset", "import", "swebench", str(instances), "--out", str(tmp_path / "out"),
+        "--repos", str(repos), "--specs", str(specs), "--python-images", "debian",
+    )  # fmt: skip
+    assert done.returncode == 1
+    skipped = [line for line in done.stdout.splitlines() if line.startswith("skipped")]
+    assert skipped == [
+        "skipped pylint-dev__astroid-1268: its specification needs Python 3.6, which no "
+        "Debian release carries (--python-images debian makes 3.9, 3.11, 3.13); use "
+        "--python-images official on a machine that can pull python:X.Y-slim, or give a "
+        "spec with another python in --specs"
+    ]
