@@ -89,6 +89,8 @@ class RunSettings:
     backend: str
     mode: Mode = "sandbox"
     timeout: int = 3600
+    # Seconds each grading step may run; None leaves the container's default.
+    step_timeout: int | None = None
     difficulty: int = 2
     egress: Egress = "restricted"
     keep: bool = False
@@ -132,6 +134,7 @@ class RunSettings:
             "reference_run": self.agent.is_reference,
             "keep": self.keep,
             "platform": self.platform,
+            **({"step_timeout": self.step_timeout} if self.step_timeout is not None else {}),
         }
 
 
@@ -436,6 +439,8 @@ class Runner:
         }
         if settings.keep_alive:
             env["SSE_KEEP_ALIVE"] = "1"
+        if settings.step_timeout is not None:
+            env["SSE_STEP_TIMEOUT"] = str(settings.step_timeout)
         if os.getuid() != 0:
             # The container makes the run directory root's while it runs; it hands it
             # back to us at the end so we can read the grade and write summary.json.

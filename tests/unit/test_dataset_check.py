@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -49,6 +50,45 @@ def test_each_wrong_outcome_is_a_problem_saying_why() -> None:
         "the reference run is failed (Not resolved), not passed",
         "the dummy run is passed, not failed",
     )
+
+
+def test_a_reference_run_that_is_not_resolved_names_its_failed_tests(tmp_path: Path) -> None:
+    (reference,) = runs(one=("failed", "Not resolved"))
+    reference.run_dir = tmp_path / "reference-run"
+    reference.run_dir.mkdir()
+    tests = {
+        "FAIL_TO_PASS": {"success": [], "failure": ["t.py::fixed"]},
+        "PASS_TO_PASS": {"success": ["t.py::a"], "failure": ["t.py::b", "t.py::c"]},
+    }
+    (reference.run_dir / "result.json").write_text(json.dumps({"tests": tests}))
+    (verdict,) = verdicts({"reference": [reference], "dummy": runs(one=("failed", None))})
+    assert verdict.failed_tests == {
+        "FAIL_TO_PASS": ["t.py::fixed"],
+        "PASS_TO_PASS": ["t.py::b", "t.py::c"],
+    }
+    assert verdict.problems[1:] == ("1 FAIL_TO_PASS failed", "2 PASS_TO_PASS failed")
+    assert verdict.to_json()["failed_tests"] == verdict.failed_tests
+
+
+def test_failed_tests_the_record_spoils_are_named_as_its_defect(tmp_path: Path) -> None:
+    (reference,) = runs(one=("failed", "Not resolved"))
+    task_folder = tmp_path / "task"
+    task_folder.mkdir()
+    spoiled = ["t.py::x[/n/fs/build/data/a.dcm-data0]", "t.py::x[/n/fs/build/data/b.dcm-data1]"]
+    (task_folder / "swebench.json").write_text(
+        json.dumps({"record_defects": {"foreign_path_tests": spoiled}})
+    )
+    reference.task = dataclasses.replace(reference.task, path=task_folder)
+    reference.run_dir = tmp_path / "run"
+    reference.run_dir.mkdir()
+    tests = {"PASS_TO_PASS": {"success": [], "failure": spoiled}}
+    (reference.run_dir / "result.json").write_text(json.dumps({"tests": tests}))
+    (verdict,) = verdicts({"reference": [reference], "dummy": runs(one=("failed", None))})
+    assert verdict.problems[1] == (
+        "the record's defect: 2 failed test IDs carry absolute paths of the machine that "
+        "made the record, which no environment has"
+    )
+    assert verdict.failed_tests == {"PASS_TO_PASS": spoiled}
 
 
 def test_check_command_runs_both_agents_and_reports_per_task(tmp_path: Path) -> None:

@@ -147,6 +147,20 @@ def test_the_host_grade_fails_an_unresolved_run_the_container_passed(tmp_path: P
     assert grade["tests"]["outcomes"]["tests/test_geometry.py::test_area_circle"] == "FAILED"
 
 
+def test_hidden_tests_past_their_limit_are_named_as_timed_out(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    outcomes = {key: value for key, value in ALL_PASS.items() if "perimeter" not in key}
+    (run_dir / "evaluator.log").write_text(evaluator_log(pytest_output(outcomes, 124)))
+    grade = container_grade(hidden_ok=False)
+    grade["steps"][-1] = {**grade["steps"][-1], "timed_out": True, "seconds": 900.4}
+    decided = grade_run(task, run_dir, grade)
+    assert decided["status"] == "failed"
+    assert decided["error_msg"] == "Not resolved: the hidden tests timed out after 900s"
+    assert decided["tests"]["FAIL_TO_PASS"]["failure"] == GRADING["FAIL_TO_PASS"]
+
+
 def test_no_log_is_not_resolved(tmp_path: Path) -> None:
     grade = grade_on_host(make_task(tmp_path), tmp_path, container_grade(hidden_ok=True))
     assert grade["status"] == "failed"

@@ -128,6 +128,7 @@ def register_check(actions: Any) -> None:
     parser.add_argument(
         "--timeout", type=int, default=1800, help="seconds each run's agent may take (1800)"
     )
+    run_cli.add_step_timeout(parser)
     parser.add_argument("--platform", help="linux/<arch> of the images and containers")
     parser.add_argument("--run-id-prefix", metavar="PREFIX", help="run IDs are PREFIX-<hex>")
     parser.set_defaults(handler=check_command)
@@ -188,6 +189,7 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
                         for skipped in report.skipped
                     ],
                     "unused_fields": report.unused_fields,
+                    "warnings": report.warnings,
                 },
                 indent=2,
             )
@@ -197,6 +199,8 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
             print(f"imported {instance} as {out / task}")
         for skipped in report.skipped:
             print(skipped.line())
+        for warning in report.warnings:
+            print(warning)
         if report.unused_fields:
             print(f"fields not used by the import: {', '.join(report.unused_fields)}")
         print(
@@ -241,6 +245,7 @@ def check_command(arguments: argparse.Namespace) -> int:
     options.backend = arguments.backend
     options.prebuilt = arguments.prebuilt
     options.timeout = arguments.timeout
+    options.step_timeout = arguments.step_timeout
     options.difficulty = 2
     options.mode = "sandbox"
     options.platform = arguments.platform
@@ -253,36 +258,42 @@ def check_command(arguments: argparse.Namespace) -> int:
     report_path = (
         Path(arguments.report) if arguments.report else results_root / f"check-{stamp}.json"
     )
-    runs_by_agent: dict[str, list[TaskRun]] = {}
     with output_into(log_path) as (terminal_out, terminal_err):
+        bases = {}
         for agent, _ in EXPECTED:
             options.agent = agent
-            base = base_settings(options, tasks[0], backend.builds_images, MatrixEntry(agent))
+            bases[agent] = base_settings(
+                options, tasks[0], backend.builds_images, MatrixEntry(agent)
+            )
 
-            def settings_for(run: TaskRun, base: Any = base) -> Any:
-                return dataclasses.replace(base, task=run.task, run_id=run_ids.new())
+        def settings_for(run: TaskRun) -> Any:
+            return dataclasses.replace(bases[run.entry.agent], task=run.task, run_id=run_ids.new())
 
-            evaluation = Evaluation(
-                backend,
-                tasks,
-                settings_for,
-                entries=[MatrixEntry(agent)],
-                results_root=results_root,
-                limits=limits,
-                rerun=True,
-                log=sys.stderr,
-            )
-            progress = Progress(
-                evaluation, terminal_err, live=False, command="ssebench dataset check"
-            )
-            evaluation.listener = progress.event
-            terminal_err.write(
-                f"ssebench dataset check: {dataset.name}, {len(tasks)} tasks, agent {agent}, "
-                f"{jobs} at once; output of the runs: {log_path}\n"
-            )
-            terminal_err.flush()
-            evaluation.run()
-            runs_by_agent[agent] = evaluation.runs
+        # One evaluation of both agents: a task's dummy run does not wait for every
+        # other task's reference run (one slow task used to double a check's time).
+        evaluation = Evaluation(
+            backend,
+            tasks,
+            settings_for,
+            entries=[MatrixEntry(agent) for agent, _ in EXPECTED],
+            results_root=results_root,
+            limits=limits,
+            rerun=True,
+            log=sys.stderr,
+        )
+        progress = Progress(evaluation, terminal_err, live=False, command="ssebench dataset check")
+        evaluation.listener = progress.event
+        terminal_err.write(
+            f"ssebench dataset check: {dataset.name}, {len(tasks)} tasks, agents "
+            f"{' and '.join(agent for agent, _ in EXPECTED)}, {jobs} at once; "
+            f"output of the runs: {log_path}\n"
+        )
+        terminal_err.flush()
+        evaluation.run()
+        runs_by_agent: dict[str, list[TaskRun]] = {
+            agent: [run for run in evaluation.runs if run.entry.agent == agent]
+            for agent, _ in EXPECTED
+        }
         results = verdicts(runs_by_agent)
         broken = [verdict for verdict in results if not verdict.sound]
         report_path.parent.mkdir(parents=True, exist_ok=True)
@@ -309,6 +320,11 @@ def check_command(arguments: argparse.Namespace) -> int:
                     for verdict in results
                 ],
             )
+            for verdict in results:
+                for kind, names in verdict.failed_tests.items():
+                    print(f"{verdict.task}: the reference run failed {len(names)} {kind}:")
+                    for name in names:
+                        print(f"  {name}")
             print(
                 f"{len(results) - len(broken)} sound, {len(broken)} broken; report: {report_path}"
             )

@@ -57,6 +57,7 @@ RUN_OPTIONS = (
     "backend",
     "prebuilt",
     "timeout",
+    "step_timeout",
     "difficulty",
     "egress",
     "platform",
@@ -134,6 +135,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--timeout", type=int, default=3600, help="seconds each agent may run (default 3600)"
     )
+    run_cli.add_step_timeout(parser)
     parser.add_argument(
         "--report", metavar="FILE", help="the JSON report (default <results>/eval-<time>.json)"
     )

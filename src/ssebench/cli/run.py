@@ -105,6 +105,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--timeout", type=int, default=3600, help="seconds the agent may run (default 3600)"
     )
+    add_step_timeout(parser)
     parser.add_argument(
         "--difficulty",
         type=int,
@@ -181,6 +182,9 @@ def _settings(arguments: argparse.Namespace, backend_name: str, builds: bool) ->
     egress: Egress = "open" if egress_name == "open" else "restricted"
     if arguments.timeout <= 0:
         raise UserError("--timeout must be a positive number of seconds")
+    step_timeout = getattr(arguments, "step_timeout", None)
+    if step_timeout is not None and step_timeout <= 0:
+        raise UserError("--step-timeout must be a positive number of seconds")
     if arguments.platform and not arguments.platform.startswith("linux/"):
         raise UserError("--platform must look like linux/<arch>, e.g. linux/amd64")
     run_id = check_run_id(arguments.run_id) if arguments.run_id else new_run_id()
@@ -201,6 +205,7 @@ def _settings(arguments: argparse.Namespace, backend_name: str, builds: bool) ->
         backend=backend_name,
         mode=arguments.mode,
         timeout=arguments.timeout,
+        step_timeout=step_timeout,
         difficulty=arguments.difficulty,
         egress=egress,
         keep=arguments.keep_container,
@@ -209,6 +214,17 @@ def _settings(arguments: argparse.Namespace, backend_name: str, builds: bool) ->
         prebuilt=prebuilt,
         rebuild=arguments.build,
         registry=os.environ.get(REGISTRY_VARIABLE) or DEFAULT_REGISTRY,
+    )
+
+
+def add_step_timeout(parser: argparse.ArgumentParser) -> None:
+    """--step-timeout, shared by run, eval and dataset check."""
+    parser.add_argument(
+        "--step-timeout",
+        type=int,
+        metavar="SECONDS",
+        help="seconds each grading step (build, tests, hidden tests) may run "
+        "(default: the container's, 900)",
     )
 
 

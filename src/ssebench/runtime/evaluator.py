@@ -41,6 +41,8 @@ class Step:
     ok: bool
     exit_code: int
     seconds: float
+    # The step ran past SSE_STEP_TIMEOUT and was killed.
+    timed_out: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,7 +50,15 @@ class Step:
             "ok": self.ok,
             "exit_code": self.exit_code,
             "seconds": self.seconds,
+            "timed_out": self.timed_out,
         }
+
+    @property
+    def failure(self) -> str:
+        """error_msg of a run this failed step decides, naming a timeout as such."""
+        if self.timed_out:
+            return f"{STEP_FAILURES[self.name]}: timed out after {round(self.seconds)}s"
+        return STEP_FAILURES[self.name]
 
 
 @dataclass
@@ -89,7 +99,7 @@ def decide_status(
         return "failed", f"Timeout ({timeout}s)"
     for step in grading.steps:
         if not step.ok:
-            return "failed", STEP_FAILURES[step.name]
+            return "failed", step.failure
     return "passed", None
 
 
@@ -223,7 +233,11 @@ class Evaluator:
         self.log.line(f"== {name}: $ {label}")
         completed = self._logged(action)
         step = Step(
-            name, completed.exit_code == 0, completed.exit_code, round(completed.seconds, 3)
+            name,
+            completed.exit_code == 0 and not completed.timed_out,
+            completed.exit_code,
+            round(completed.seconds, 3),
+            timed_out=completed.timed_out,
         )
         self.grading.steps.append(step)
         how = "timed out" if completed.timed_out else f"exit {completed.exit_code}"

@@ -108,4 +108,9 @@ def grade_run(task: Task, run_dir: Path, grade: dict[str, Any]) -> dict[str, Any
     if report["resolved"]:
         return {**grade, "status": "passed", "error_msg": None, "tests": tests}
     message = NOT_RESOLVED if report["parsed"] else NO_TEST_OUTPUT
+    last = steps[-1] if isinstance(steps[-1], dict) else {}
+    if last.get("name") == "hidden_test" and last.get("timed_out") is True:
+        seconds = last.get("seconds")
+        after = f" after {round(seconds)}s" if isinstance(seconds, (int, float)) else ""
+        message = f"{NOT_RESOLVED}: the hidden tests timed out{after}"
     return {**grade, "status": "failed", "error_msg": message, "tests": tests}

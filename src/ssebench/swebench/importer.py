@@ -44,7 +44,13 @@ from ssebench.swebench.environments import (
     test_setup,
 )
 from ssebench.swebench.grading import GRADING_FILE
-from ssebench.swebench.instances import Instance, Skipped, check_records, unused_fields
+from ssebench.swebench.instances import (
+    Instance,
+    Skipped,
+    check_records,
+    foreign_path_tests,
+    unused_fields,
+)
 from ssebench.swebench.markers import hidden_test_command, script_test_command
 from ssebench.swebench.package import parser_registry
 from ssebench.swebench.specs import Spec, find_spec
@@ -83,6 +89,8 @@ class ImportReport:
     skipped: list[Skipped] = field(default_factory=list)
     # The records' fields that the import does not use, named to the user.
     unused_fields: list[str] = field(default_factory=list)
+    # Lines about records imported with a defect of their own (one per instance).
+    warnings: list[str] = field(default_factory=list)
 
 
 def task_id_for(instance_id: str) -> str:
@@ -465,6 +473,9 @@ def write_task(
     }
     if build.environment is not None:
         grading["environment"] = build.environment
+    foreign = foreign_path_tests(instance.fail_to_pass + instance.pass_to_pass)
+    if foreign:
+        grading["record_defects"] = {"foreign_path_tests": foreign}
     (folder / GRADING_FILE).write_text(json.dumps(grading, indent=2) + "\n", encoding="utf-8")
 
 
@@ -525,6 +536,13 @@ def import_instances(
             continue
         seen[task_id] = entry.instance_id
         report.imported.append((entry.instance_id, task_id))
+        foreign = foreign_path_tests(entry.fail_to_pass + entry.pass_to_pass)
+        if foreign:
+            report.warnings.append(
+                f"warning {entry.instance_id}: {len(foreign)} of its test IDs carry absolute "
+                f"paths of the machine that made the record (e.g. {foreign[0]}); no "
+                "environment can pass them: the record's defect"
+            )
     for missing in sorted(set(wanted) - found):
         report.skipped.append(Skipped(missing, f"not in {source_name}"))
     if report.imported:

@@ -94,6 +94,16 @@ def _optional_text(data: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+# An absolute path inside a test ID's parameters: the path of the machine that made
+# the record (e.g. test_x[/n/fs/.../data/a.dcm-data0]), which no other machine has.
+_FOREIGN_PATH = re.compile(r"\[(?:[^\]]*[-,])?/[^\]/\s]+/[^\]\s]*\]?")
+
+
+def foreign_path_tests(tests: tuple[str, ...]) -> list[str]:
+    """The test IDs that carry an absolute path in their parameters."""
+    return [test for test in tests if _FOREIGN_PATH.search(test.partition("::")[2])]
+
+
 def _date_text(value: Any) -> str | None:
     """created_at as text: a string as published, or a parquet file's timestamp."""
     if hasattr(value, "isoformat"):

@@ -50,6 +50,11 @@ ALL_PASS = steps(("apply", True), ("build", True), ("test", True), ("hidden_test
             False,
             ("failed", "Hidden test failed"),
         ),
+        (
+            Grading([*ALL_PASS[:3], Step("hidden_test", False, 124, 900.2, timed_out=True)]),
+            False,
+            ("failed", "Hidden test failed: timed out after 900s"),
+        ),
         (Grading(ALL_PASS), True, ("failed", "Timeout (42s)")),
         (Grading(steps(("apply", False))), True, ("failed", "Timeout (42s)")),
         (
@@ -118,7 +123,7 @@ def test_result_document_has_the_whole_schema() -> None:
         "timed_out": False,
         "stopped": True,
         "steps": [
-            {"name": n, "ok": True, "exit_code": 0, "seconds": 0.1}
+            {"name": n, "ok": True, "exit_code": 0, "seconds": 0.1, "timed_out": False}
             for n in ("apply", "build", "test", "hidden_test")
         ],
         "patch_bytes": len(patch),
@@ -242,7 +247,8 @@ def test_a_step_that_hangs_is_killed_at_the_step_timeout(
 ) -> None:
     project = make_project(tmp_path, short_dir, {"build": "sleep 60"})
     grading, status = Harness(project, accounts, step_timeout=1).grade()
-    assert status == ("failed", "Build failed")
+    assert status == ("failed", "Build failed: timed out after 1s")
+    assert grading.steps[-1].timed_out and not grading.steps[-1].ok
     assert grading.steps[-1].exit_code == 124
     assert grading.steps[-1].seconds < 30
 
