@@ -168,3 +168,34 @@ def forged_dialog_run(results: Path, run_id: str, *, line_limit: int = 512 * 102
     (run_dir / "final.patch").write_text("diff --git a/x b/x\n+ok\n")
     add_setuid_file(run_dir)
     return run_dir
+
+
+# Names an agent can give its files: bytes that are not UTF-8, a newline, 255 bytes.
+STRANGE_NAMES = (b"\xff\xfe", b"new\nline", b"n" * 255)
+
+
+def strange_names_run(results: Path, run_id: str) -> Path:
+    """Names and text that are not clean UTF-8 wherever the agent writes them: archive
+    entries (STRANGE_NAMES), a dialog with a lone surrogate escape and control
+    characters, logs and a patch with bytes that are not UTF-8."""
+    run_dir = _skeleton(results, run_id)
+    archive = os.fsencode(run_dir / "archive")
+    for name in STRANGE_NAMES:
+        with open(os.path.join(archive, name), "wb") as file:
+            file.write(b"left by the agent\n")
+    message = {
+        "seq": 1,
+        "ts": "2026-01-01T00:00:01Z",
+        "type": "message",
+        "role": "assistant",
+        "text": "bytes \udcff\udcfe and \x1b[31mcolour\x07 end",
+        "source": "agent",
+    }
+    (run_dir / "archive" / "dialog.jsonl").write_text(json.dumps(message) + "\n")
+    for log in ("agent.log", "evaluator.log"):
+        (run_dir / log).write_bytes(b"line with \xff\xfe bytes\n\x1b[2Jcleared\n")
+    (run_dir / "final.patch").write_bytes(
+        b"diff --git a/\xff.txt b/\xff.txt\nnew file mode 100644\n--- /dev/null\n"
+        b"+++ b/\xff.txt\n@@ -0,0 +1 @@\n+\xfe\n"
+    )
+    return run_dir

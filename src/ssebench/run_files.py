@@ -126,6 +126,35 @@ class Listing:
     truncated: bool  # the directory has more than were listed
 
 
+# A name longer than this is shown cut, with how many characters were left out.
+SHOWN_NAME_CHARS = 300
+
+
+def shown_name(name: str) -> str:
+    """A name the agent chose (an archive entry), as text any page or terminal shows
+    whole: bytes that are not UTF-8 (os.scandir's surrogate escapes) as \\xNN, control
+    characters as \\n, \\t or \\xNN, a backslash doubled so that the escapes are
+    unambiguous, and a very long name cut."""
+    shown = []
+    for char in name:
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8
+            shown.append(f"\\x{code - 0xDC00:02x}")
+        elif char == "\\":
+            shown.append("\\\\")
+        elif char in "\n\t\r":
+            shown.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}[char])
+        elif code < 0x20 or code == 0x7F or 0x80 <= code < 0xA0 or 0xD800 <= code <= 0xDFFF:
+            shown.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            shown.append(char)
+    text = "".join(shown)
+    if len(text) > SHOWN_NAME_CHARS:
+        left_out = len(text) - SHOWN_NAME_CHARS
+        text = f"{text[:SHOWN_NAME_CHARS]}... ({left_out} more characters)"
+    return text
+
+
 def _parts(relative: str | PurePosixPath) -> list[str]:
     parts = [part for part in PurePosixPath(relative).parts if part not in ("", ".")]
     if not parts or any(part in ("..", "/") for part in parts):

@@ -136,3 +136,23 @@ def test_the_caps_are_settings_with_defaults() -> None:
     for bad in ("0", "-1", "ten", "1.5"):
         with pytest.raises(UserError, match="SSEBENCH_READ_JSON_BYTES"):
             ReadLimits.from_environment({"SSEBENCH_READ_JSON_BYTES": bad})
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        (b"\xff\xfe", "\\xff\\xfe"),
+        (b"new\nline\ttab\r", "new\\nline\\ttab\\r"),
+        (b"esc\x1b[31m\x07", "esc\\x1b[31m\\x07"),
+        (b"back\\slash", "back\\\\slash"),
+        ("caf\u00e9 \u6f22".encode(), "caf\u00e9 \u6f22"),
+        (b"n" * 255, "n" * 255),
+    ],
+)
+def test_a_name_the_agent_chose_is_shown_escaped_and_whole(raw: bytes, shown: str) -> None:
+    assert run_files.shown_name(os.fsdecode(raw)) == shown
+
+
+def test_a_name_too_long_to_show_is_cut_saying_so() -> None:
+    shown = run_files.shown_name("\x01" * 200)
+    assert shown == "\\x01" * 75 + "... (500 more characters)"

@@ -24,6 +24,7 @@ def server(results: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     hostile_run.forged_dialog_run(results, "forged")
     hostile_run.fifo_run(results, "fifos")
     hostile_run.linked_run(results, "links-environ", "/proc/self/environ")
+    hostile_run.strange_names_run(results, "names")
     log = tmp_path_factory.mktemp("webui-hostile-log") / "webui.log"
     running = start_server(results, log, SSEBENCH_BACKEND="fake")
     yield running
@@ -65,6 +66,44 @@ def test_links_and_fifos_do_not_stop_the_page(page: Any, server: Server) -> None
         assert word in notice.inner_text()
         # The server's environment holds the token: a followed link would show it.
         assert TOKEN not in page.content()
+
+
+AUTH = {"Authorization": "Bearer " + TOKEN}
+SHOWN_NAMES = ("\\xff\\xfe", "new\\nline", "n" * 255)
+
+
+def test_names_that_are_not_utf8_answer_200_on_every_route(server: Server) -> None:
+    """Every /api/runs route of a run whose archive, dialog, logs and patch hold bytes
+    that are not UTF-8 answers 200; the archive's names come escaped and whole."""
+    status, detail = server.get("/api/runs/names", headers=AUTH)
+    assert status == 200, detail
+    names = sorted(entry["name"] for entry in detail["archive"]["entries"])
+    assert names == sorted(["dialog.jsonl", *SHOWN_NAMES])
+    for log in detail["log_files"]:
+        status, body = server.get(f"/api/runs/names/logs?file={log}", headers=AUTH)
+        assert status == 200, (log, body)
+    for route in ("dialog", "diff", "logs", "session"):
+        status, body = server.get(f"/api/runs/names/{route}", headers=AUTH)
+        assert status == 200, (route, body)
+    status, listing = server.get("/api/runs", headers=AUTH)
+    assert status == 200 and any(run["run_id"] == "names" for run in listing["runs"])
+
+
+def test_names_that_are_not_utf8_render_in_the_page(page: Any, artifacts: Path) -> None:
+    open_run(page, "names")
+    dialog = page.locator("[data-dialog]")
+    dialog.locator(".event").filter(has_text="colour").wait_for()
+    page.click("[data-tab=settings]")
+    archive = page.locator("[data-archive]")
+    archive.wait_for()
+    text = archive.inner_text()
+    for name in SHOWN_NAMES:
+        assert name in text
+    page.screenshot(path=str(artifacts / "strange-names.png"), full_page=True)
+    page.click("[data-tab=diff]")
+    page.locator("table.diff").wait_for()
+    page.click("[data-tab=logs]")
+    page.locator("pre").filter(has_text="cleared").first.wait_for()
 
 
 HOSTILE_TASK = "<img src=x onerror=\"document.title='pwned'\">"

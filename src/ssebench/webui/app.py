@@ -74,8 +74,20 @@ class ApiError(Exception):
         self.status = status
 
 
+class AsciiJSONResponse(JSONResponse):
+    """JSON in ASCII: a lone surrogate (a byte that was not UTF-8 in a name the agent
+    chose, or a \\udcff the agent wrote into its dialog) is sent as its \\u escape,
+    which every JSON reader takes, instead of failing the UTF-8 encoding (a 500 that hid
+    the run's page)."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(
+            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode("ascii")
+
+
 def _json(data: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(data, status_code=status, headers={"cache-control": "no-store"})
+    return AsciiJSONResponse(data, status_code=status, headers={"cache-control": "no-store"})
 
 
 def _api(handler: Handler) -> Handler:

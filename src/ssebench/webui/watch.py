@@ -181,7 +181,12 @@ def _archive_listing(run_dir: Path | None) -> dict[str, Any] | None:
         return None
     return {
         "entries": [
-            {"name": entry.name, "kind": entry.kind, "size": entry.size, "setuid": entry.setuid}
+            {
+                "name": run_files.shown_name(entry.name),
+                "kind": entry.kind,
+                "size": entry.size,
+                "setuid": entry.setuid,
+            }
             for entry in sorted(listing.entries, key=lambda entry: entry.name)
         ],
         "truncated": listing.truncated,
