@@ -5,6 +5,7 @@ tests/docker/test_swebench_dev.py)."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from ssebench.swebench.environments import (
     split_pre_install,
 )
 from tests.cli import ssebench
+from tests.git_server import git_daemon, lay_out
 from tests.swebench_dev import INSTANCES, unpack_repositories
 
 
@@ -135,3 +137,54 @@ def test_a_python_no_debian_release_carries_is_one_line_at_import(
         "--python-images official on a machine that can pull python:X.Y-slim, or give a "
         "spec with another python in --specs"
     ]
+
+
+def test_the_published_forms_import_the_same_tasks_cloned_from_a_git_server(
+    dev_import: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No --repos: ssebench fetches the commits the instances need into its cache, from a
+    real git server on loopback; a JSON array, a parquet file and a dataset through the
+    datasets library (offline) import what the JSONL import gave."""
+    import pyarrow
+    import pyarrow.parquet
+
+    records = [json.loads(line) for line in INSTANCES.read_text().splitlines()]
+    array = tmp_path / "instances.json"
+    array.write_text(json.dumps(records))
+    parquet = tmp_path / "published" / "data" / "dev-00000-of-00001.parquet"
+    parquet.parent.mkdir(parents=True)
+    pyarrow.parquet.write_table(pyarrow.Table.from_pylist(records), parquet)
+    base = lay_out(unpack_repositories(tmp_path / "bare"), tmp_path / "served")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    sources = {
+        "json": [str(array)],
+        "parquet": [str(parquet)],
+        "datasets": ["--dataset", str(parquet.parent.parent), "--split", "dev"],
+    }
+    with git_daemon(base) as template:
+        for kind, source in sources.items():
+            done = ssebench(
+                "dataset", "import", "swebench", *source, "--out", str(tmp_path / kind),
+                "--clone-from", template, "--python-images", "debian",
+                "--python-substitute", "3.8=3.9", "--json",
+                env={"SSEBENCH_REPOSITORY_CACHE": str(cache)},
+            )  # fmt: skip
+            assert done.returncode == 0, (kind, done.stderr)
+            assert json.loads(done.stdout)["skipped"] == [], kind
+            for task in sorted(path.name for path in dev_import.iterdir() if path.is_dir()):
+                for name in ("task.yaml", "swebench.json", "environment/Dockerfile"):
+                    mine = (tmp_path / kind / task / name).read_text()
+                    assert mine == (dev_import / task / name).read_text(), (kind, task, name)
+    # Three repositories, each with only the commits the instances need (depth 1).
+    assert sorted(path.name for path in cache.iterdir()) == [
+        "pydicom__pydicom.git",
+        "pylint-dev__astroid.git",
+        "sqlfluff__sqlfluff.git",
+    ]
+    count = subprocess.run(
+        ["git", "-C", str(cache / "pylint-dev__astroid.git"), "rev-list", "--all", "--count"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert int(count.stdout) == 2  # base_commit and environment_setup_commit

@@ -172,12 +172,14 @@ def test_nothing_importable_is_one_error_line_and_exit_1(
     instances = project.write_instances(tmp_path / "instances.jsonl")
     done = ssebench(
         "dataset", "import", "swebench", str(instances), "--out", str(tmp_path / "out"),
-        "--instances", "acme__shapes-2",
+        "--instances", "acme__shapes-2", "--clone-from", "file:///nowhere/{repo}",
+        env={"SSEBENCH_REPOSITORY_CACHE": str(tmp_path / "cache")},
     )  # fmt: skip
     assert done.returncode == 1
-    assert "skipped acme__shapes-2: no clone of acme/shapes: pass --repos DIR" in done.stdout
+    assert "skipped acme__shapes-2: cloning file:///nowhere/acme/shapes failed: " in done.stdout
     assert done.stderr.strip().splitlines() == [
-        "ssebench: error: no instance was imported (see the lines above)"
+        "fetching 1 commit(s) of acme/shapes from file:///nowhere/acme/shapes",
+        "ssebench: error: no instance was imported (see the lines above)",
     ]
     assert not (tmp_path / "out" / "dataset.yaml").exists()
 

@@ -69,13 +69,16 @@ def register_import(actions: Any) -> None:
     swebench.add_argument(
         "--repos",
         metavar="DIR",
-        help="a folder of local clones or mirrors: OWNER__NAME, OWNER/NAME or NAME",
+        help="a folder of local clones or mirrors: OWNER__NAME, OWNER/NAME or NAME "
+        "(default: ssebench's cache, $SSEBENCH_REPOSITORY_CACHE or ~/.cache/ssebench/repositories, "
+        "filled from --clone-from)",
     )
     swebench.add_argument(
         "--clone-from",
         metavar="URL",
-        help="clone a repository that has no clone under --repos from this URL, in which "
-        "{repo} stands for OWNER/NAME; the clone goes into --repos",
+        help="fetch the commits of a repository that has no clone under --repos (or, "
+        "without --repos, in ssebench's cache) from this URL, in which {repo} stands for "
+        "OWNER/NAME (default without --repos: https://github.com/{repo}.git)",
     )
     swebench.add_argument(
         "--specs", metavar="FILE", help="install specifications for classic instances (YAML)"
@@ -174,6 +177,7 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
         name=arguments.name,
         clone_from=arguments.clone_from,
         options=options,
+        progress=sys.stderr,
     )
     if arguments.json:
         print(

@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
@@ -77,6 +77,9 @@ USER root
 RUN rm -rf {SOURCE_DIR}/.git
 """
 GIT_IDENTITY = ("-c", "user.name=ssebench", "-c", "user.email=ssebench@localhost")
+# Where repositories are cloned from when the user gives no --repos and no --clone-from.
+DEFAULT_CLONE_FROM = "https://github.com/{repo}.git"
+REPOSITORY_CACHE_VARIABLE = "SSEBENCH_REPOSITORY_CACHE"
 
 
 class InstanceSkipped(Exception):
@@ -265,17 +268,23 @@ def build_for(
 ) -> Build:
     """The instance's own build (5.x) or its specification's; InstanceSkipped if neither."""
     if instance.has_own_build:
-        assert instance.dockerfile is not None and instance.eval_script is not None
+        assert instance.eval_script is not None
         if instance.log_parser is None:
-            raise InstanceSkipped("it has a dockerfile and eval_script but no log_parser")
+            raise InstanceSkipped("it has an eval_script but no log_parser")
         command = script_test_command(instance.eval_script)
         if command is None:
             raise InstanceSkipped(
                 "its eval_script has no test command between the "
                 "': '>>>>> Start Test Output'' and ': '>>>>> End Test Output'' markers"
             )
+        if instance.dockerfile is not None:
+            own = instance.dockerfile.rstrip("\n")
+        else:
+            # A row that names its environment's image and no dockerfile: that image as
+            # written, pulled by the build like any FROM.
+            own = f"# The instance's image (its row has no dockerfile).\nFROM {instance.image}"
         return Build(
-            instance.dockerfile.rstrip("\n") + "\n" + OWN_DOCKERFILE_FOOTER,
+            own + "\n" + OWN_DOCKERFILE_FOOTER,
             command,
             instance.log_parser,
             instance.eval_type,
@@ -490,6 +499,7 @@ def import_instances(
     name: str | None = None,
     clone_from: str | None = None,
     options: EnvironmentOptions | None = None,
+    progress: TextIO | None = None,
 ) -> ImportReport:
     """Import the records of a published file (read_records, hub_records; named by
     source_name) into the dataset folder out (made or updated: an imported task's
@@ -500,10 +510,12 @@ def import_instances(
     parser_registry()  # the package is needed: say so before anything is written
     if clone_from is not None and "{repo}" not in clone_from:
         raise UserError("--clone-from must contain {repo}, e.g. https://HOST/{repo}.git")
-    if clone_from is not None and repos is None:
-        raise UserError("--clone-from needs --repos DIR: the folder the clones go into")
     if repos is not None and not repos.is_dir():
         raise UserError(f"--repos {repos}: no such folder; pass the folder of the clones")
+    if repos is None:
+        # No clones of the user's: ssebench keeps its own, fetched as needed.
+        repos = repository_cache()
+        clone_from = clone_from or DEFAULT_CLONE_FROM
     out.mkdir(parents=True, exist_ok=True)
     report = ImportReport(unused_fields=unused_fields(records))
     seen: dict[str, str] = {}
@@ -522,7 +534,7 @@ def import_instances(
             )
             continue
         try:
-            clone = _clone_of(entry, repos, clone_from)
+            clone = _clone_of(entry, repos, clone_from, progress)
             folder = out / task_id
             if folder.exists():
                 shutil.rmtree(folder)
@@ -564,32 +576,86 @@ def import_instances(
     return report
 
 
-def _clone_of(instance: Instance, repos: Path | None, clone_from: str | None) -> Path:
-    if repos is None:
-        raise InstanceSkipped(
-            f"no clone of {instance.repo}: pass --repos DIR with a clone of it "
-            f"(DIR/{instance.repo.replace('/', '__')})"
-        )
+def repository_cache() -> Path:
+    """Where the import keeps the repositories it clones when --repos is not given:
+    $SSEBENCH_REPOSITORY_CACHE, else $XDG_CACHE_HOME/ssebench/repositories (~/.cache)."""
+    configured = os.environ.get(REPOSITORY_CACHE_VARIABLE)
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ssebench" / "repositories"
+
+
+def _needed_commits(instance: Instance) -> list[str]:
+    commits = [instance.base_commit]
+    if instance.environment_setup_commit and instance.environment_setup_commit not in commits:
+        commits.append(instance.environment_setup_commit)
+    return commits
+
+
+def _has_commit(clone: Path, commit: str) -> bool:
+    found = _git(["-C", str(clone), "cat-file", "-e", f"{commit}^{{commit}}"])
+    return found.returncode == 0
+
+
+def _clone_of(
+    instance: Instance, repos: Path, clone_from: str | None, progress: TextIO | None
+) -> Path:
+    """The clone holding the instance's commits: found under repos, or fetched there from
+    clone_from ({repo} is OWNER/NAME): only the commits the instance needs when the
+    server gives single commits, else the whole repository."""
     clone = find_clone(repos, instance.repo)
-    if clone is None and clone_from is not None:
-        clone = mirror(repos, instance.repo, clone_from)
-    if clone is None:
-        raise InstanceSkipped(
-            f"no clone of {instance.repo} under {repos} "
-            f"(looked for {instance.repo.replace('/', '__')}, {instance.repo}, "
-            f"{instance.repo_name}); pass --clone-from URL to clone it"
-        )
-    return clone
+    missing = [
+        commit
+        for commit in _needed_commits(instance)
+        if clone is None or not _has_commit(clone, commit)
+    ]
+    if not missing:
+        assert clone is not None
+        return clone
+    if clone_from is None:
+        if clone is None:
+            raise InstanceSkipped(
+                f"no clone of {instance.repo} under {repos} "
+                f"(looked for {instance.repo.replace('/', '__')}, {instance.repo}, "
+                f"{instance.repo_name}); pass --clone-from URL to clone it"
+            )
+        return clone  # export_tree names the commit that is missing
+    return fetch_commits(repos, clone, instance.repo, clone_from, missing, progress)
 
 
-def mirror(repos: Path, repo: str, clone_from: str) -> Path:
-    """Clone OWNER/NAME from the clone_from template ({repo} is OWNER/NAME) into
-    repos/OWNER__NAME.git, a bare mirror that later imports find. InstanceSkipped when
-    the clone fails."""
+def fetch_commits(
+    repos: Path,
+    clone: Path | None,
+    repo: str,
+    clone_from: str,
+    commits: list[str],
+    progress: TextIO | None,
+) -> Path:
+    """Fetch commits of OWNER/NAME from the clone_from template into clone, or into a new
+    bare repository repos/OWNER__NAME.git that later imports find. InstanceSkipped when
+    the fetch fails."""
     url = clone_from.replace("{repo}", repo)
-    target = repos / f"{repo.replace('/', '__')}.git"
-    completed = _git(["clone", "--mirror", "--quiet", "--", url, str(target)])
-    if completed.returncode != 0:
-        shutil.rmtree(target, ignore_errors=True)
-        raise InstanceSkipped(f"cloning {url} failed: {_last_line(completed)}")
+    made = clone is None
+    target = clone if clone is not None else repos / f"{repo.replace('/', '__')}.git"
+    if progress is not None:
+        progress.write(f"fetching {len(commits)} commit(s) of {repo} from {url}\n")
+        progress.flush()
+    if made:
+        repos.mkdir(parents=True, exist_ok=True)
+        initialized = _git(["init", "--quiet", "--bare", str(target)])
+        if initialized.returncode != 0:
+            raise InstanceSkipped(f"cannot make {target}: {_last_line(initialized)}")
+    # Each commit under a ref of its own, so that no gc of the cache drops it.
+    refspecs = [f"{commit}:refs/ssebench/{commit}" for commit in commits]
+    single = _git(["-C", str(target), "fetch", "--quiet", "--depth", "1", "--", url, *refspecs])
+    if single.returncode != 0:
+        # A server that does not give single commits: the whole repository instead.
+        branches = "+refs/heads/*:refs/heads/*"
+        whole = _git(["-C", str(target), "fetch", "--quiet", "--tags", "--", url, branches])
+        if whole.returncode != 0 or not all(_has_commit(target, commit) for commit in commits):
+            if made:
+                shutil.rmtree(target, ignore_errors=True)
+            reason = _last_line(whole) if whole.returncode != 0 else "the commits are not there"
+            raise InstanceSkipped(f"cloning {url} failed: {reason}")
     return target

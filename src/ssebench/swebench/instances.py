@@ -31,9 +31,12 @@ REQUIRED_FIELDS = (
 )
 # A 5.x instance carries these three; with all of them it needs no specification.
 OWN_BUILD_FIELDS = ("dockerfile", "eval_script", "log_parser")
+# A 5.x row may give its environment as an image to pull in place of a dockerfile.
+IMAGE_FIELD = "image"
 EVAL_TYPES = ("pass_and_fail", "fail_only")
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
 
 @dataclass(frozen=True)
@@ -55,10 +58,14 @@ class Instance:
     eval_type: str
     created_at: str | None = None
     environment_setup_commit: str | None = None
+    image: str | None = None
 
     @property
     def has_own_build(self) -> bool:
-        return self.dockerfile is not None and self.eval_script is not None
+        """A 5.x instance: its eval_script with a dockerfile or an image to build on."""
+        return self.eval_script is not None and (
+            self.dockerfile is not None or self.image is not None
+        )
 
     @property
     def repo_name(self) -> str:
@@ -138,6 +145,9 @@ def check_instance(data: Any, line_number: int) -> Instance | Skipped:
     eval_type = data.get("eval_type") or "pass_and_fail"
     if eval_type not in EVAL_TYPES:
         return Skipped(label, f"the field eval_type must be one of {', '.join(EVAL_TYPES)}")
+    image = data.get(IMAGE_FIELD)
+    if image is not None and (not isinstance(image, str) or not _IMAGE.match(image)):
+        return Skipped(label, "the field image must be an image name, e.g. NAMESPACE/NAME:TAG")
     version = data["version"]
     if not isinstance(version, (str, int, float)) or isinstance(version, bool):
         return Skipped(label, "the field version must be a string")
@@ -157,6 +167,7 @@ def check_instance(data: Any, line_number: int) -> Instance | Skipped:
         eval_type=eval_type,
         created_at=_date_text(data.get("created_at")),
         environment_setup_commit=_optional_text(data, "environment_setup_commit"),
+        image=_optional_text(data, IMAGE_FIELD),
     )
 
 
@@ -164,6 +175,7 @@ def check_instance(data: Any, line_number: int) -> Instance | Skipped:
 USED_FIELDS = (
     *REQUIRED_FIELDS,
     *OWN_BUILD_FIELDS,
+    IMAGE_FIELD,
     "eval_type",
     "environment_setup_commit",
     "created_at",
