@@ -61,6 +61,7 @@ from ssebench.extensions import (
 from ssebench.results import NO_MODEL, RunDirectory, iter_summaries, read_json, utc_now
 from ssebench.runner import Runner, RunSettings, StopRequest
 from ssebench.tasks import Task
+from ssebench.unrecorded_runs import record_killed_runs
 
 if TYPE_CHECKING:
     from ssebench.proxy import ModelAccessPlan, ModelSession
@@ -542,6 +543,9 @@ class Evaluation:
         # Images by (task, agent): an Images, or why they could not be prepared.
         self._images: dict[tuple[str, str], Images | str] = {}
         self._image_locks: dict[tuple[str, str], threading.Lock] = {}
+        # Runs of killed runners get their summary first: recorded as errors, they are
+        # not graded, so a resume runs them again.
+        record_killed_runs(results_root)
         recorded = {} if rerun else all_recorded_grades(results_root)
         for entry in self.entries:
             # The newest `attempts` grades of each task stand for its first attempts.

@@ -53,6 +53,7 @@ from ssebench.results import (
 )
 from ssebench.task_graders import grade_on_host
 from ssebench.tasks import Task
+from ssebench.unrecorded_runs import write_runner_file
 
 if TYPE_CHECKING:
     from ssebench.proxy import ModelSession
@@ -295,6 +296,9 @@ class Runner:
             run_id=settings.run_id,
         )
         run_dir.create()
+        # Who runs it: a reader that finds it later without summary.json and this process
+        # gone records it (unrecorded_runs.py), as a runner killed outright cannot.
+        write_runner_file(run_dir.path, timeout=settings.timeout, config=settings.config())
         self.say(f"run {settings.run_id}: {run_dir.path}")
         exit_code: int | None = None
         failure: BaseException | None = None

@@ -91,7 +91,10 @@ def prune(
     monkeypatch: pytest.MonkeyPatch, backend: PrunedBackend, capsys: pytest.CaptureFixture[str]
 ) -> tuple[int, dict[str, Any]]:
     monkeypatch.setattr(runs_cli, "_backend", lambda arguments: backend)
-    code = runs_cli.prune_command(argparse.Namespace(json=True, backend=None))
+    # No results folder: the runs of killed runners are tests/unit/test_unrecorded_runs.py's.
+    code = runs_cli.prune_command(
+        argparse.Namespace(json=True, backend=None, dir="/nonexistent/ssebench-results")
+    )
     return code, json.loads(capsys.readouterr().out)
 
 

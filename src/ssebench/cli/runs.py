@@ -93,6 +93,11 @@ def register(commands: Any) -> None:
     execute.usage = "ssebench runs exec ID [options] -- COMMAND..."
 
     prune = add_action("prune", help="remove runs whose deadline passed or whose runner is gone")
+    prune.add_argument(
+        "--dir",
+        default="results",
+        help="the results folder whose runs of killed runners get recorded (./results)",
+    )
     prune.add_argument("--json", action="store_true")
     prune.set_defaults(handler=prune_command)
 
@@ -282,6 +287,7 @@ def prune_command(arguments: argparse.Namespace) -> int:
     backend = _backend(arguments)
     now, host = time.time(), socket.gethostname()
     removed: list[dict[str, str | None]] = []
+    removed_results: list[str] = []
     kept: list[dict[str, str]] = []
     for run in backend.list_runs(labels.LISTED_RUNS):
         reason = abandoned_reason(run, now=now, host=host)
@@ -298,6 +304,8 @@ def prune_command(arguments: argparse.Namespace) -> int:
         backend.stop(run.handle, 0)
         backend.cleanup(run.handle)
         removed.append({"run_id": run.run_id, "name": run.name, "reason": reason, "key": key})
+        if run.labels.get(labels.RESULTS):
+            removed_results.append(run.labels[labels.RESULTS])
         if not arguments.json:
             revoked = f"; its model key {key}" if key else ""
             print(f"removed {run.run_id} ({run.name}): {reason}{revoked}")
@@ -307,15 +315,34 @@ def prune_command(arguments: argparse.Namespace) -> int:
         if not arguments.json:
             print(f"removed {name}: {reason}")
     # Build folders of runners killed before they could remove them (ssebench.scratch).
+    from pathlib import Path
+
     from ssebench.scratch import remove_abandoned_folders  # here: `runs list` starts without it
+    from ssebench.unrecorded_runs import KILLED_REASON, record_killed_runs
 
     folders = [str(path) for path in remove_abandoned_folders()]
+    # The run directories of killed runners: under --dir, and where the removed runs'
+    # labels say their results went.
+    roots = {Path(arguments.dir).resolve()} | {
+        Path(path).parents[3] for path in removed_results if len(Path(path).parents) > 3
+    }
+    recorded = [str(run_dir) for root in sorted(roots) for run_dir in record_killed_runs(root)]
     if arguments.json:
-        print_json({"backend": backend.name, "removed": removed, "kept": kept, "folders": folders})
+        print_json(
+            {
+                "backend": backend.name,
+                "removed": removed,
+                "kept": kept,
+                "folders": folders,
+                "recorded": recorded,
+            }
+        )
     else:
         for folder in folders:
             print(f"removed {folder}: its process is gone")
-        if not removed and not folders and not kept:
+        for run_dir in recorded:
+            print(f"recorded {run_dir}: {KILLED_REASON}")
+        if not removed and not folders and not kept and not recorded:
             print("nothing to prune")
     return 1 if kept else 0
 
@@ -324,8 +351,11 @@ def results_command(arguments: argparse.Namespace) -> int:
     from pathlib import Path  # here, as below: `runs list` starts without them
 
     from ssebench.results import iter_summaries
+    from ssebench.unrecorded_runs import KILLED_REASON, record_killed_runs
 
     root = Path(arguments.dir)
+    for run_dir in record_killed_runs(root):
+        print(f"ssebench: recorded {run_dir}: {KILLED_REASON}", file=sys.stderr)
 
     found = list(iter_summaries(root))
     if arguments.json:

@@ -21,6 +21,7 @@ from ssebench import labels
 from ssebench.errors import SsebenchError
 from ssebench.extensions import Backend, RunInfo
 from ssebench.results import SUMMARY_FILE, read_json
+from ssebench.unrecorded_runs import record_killed_runs
 
 LIVE_SECONDS = 2.0
 RESULTS_SECONDS = 2.0
@@ -125,6 +126,8 @@ class ResultsIndex:
         self._scanned = 0.0
 
     def _scan(self) -> None:
+        # A run a killed runner left without summary.json is shown with that reason.
+        record_killed_runs(self.root)
         files: dict[Path, tuple[int, dict[str, Any]]] = {}
         for path in self.root.glob(f"*/*/*/*/{SUMMARY_FILE}"):
             if path.parent.is_symlink():  # the `latest` link
