@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.unrecorded_runs import KILLED_REASON
 from tests.cli import run_arguments, sleeper_started, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import leftovers, new_run_id
@@ -110,7 +111,7 @@ class Faults:
         return self.results / TASK / "none" / agent / run_id
 
     def prune(self) -> dict[str, object]:
-        done = ssebench("runs", "prune", "--json", env=self.env())
+        done = ssebench("runs", "prune", "--json", "--dir", str(self.results), env=self.env())
         assert done.returncode == 0, done.stderr
         report: dict[str, object] = json.loads(done.stdout)
         return report
@@ -293,3 +294,16 @@ def test_runners_killed_at_random_phases_leave_nothing_after_prune(faults: Fault
     for run_id, agent in recorded_expected:
         summary = faults.run_dir(run_id, agent) / "summary.json"
         assert summary.is_file(), f"seed {seed}: {ways[run_id]}"
+    # A SIGKILLed runner's run is recorded by that prune, with the reason; every run
+    # directory made shows in `runs results`.
+    listed = ssebench("runs", "results", "--dir", str(faults.results), "--json")
+    assert listed.returncode == 0, listed.stderr
+    by_id = {run["run_id"]: run for run in json.loads(listed.stdout)["runs"]}
+    for run_id in run_ids:
+        agent = ways[run_id].split()[1]
+        if not faults.run_dir(run_id, agent).exists():
+            continue  # killed before it made its run directory: there is no run
+        assert run_id in by_id, f"seed {seed}: {ways[run_id]}"
+        if ways[run_id].startswith("sigkill"):
+            assert by_id[run_id]["status"] == "error", f"seed {seed}: {ways[run_id]}"
+            assert by_id[run_id]["error_msg"] == KILLED_REASON, f"seed {seed}: {ways[run_id]}"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli import ssebench
+from tests.cli import last_line_verdict, ssebench
 from tests.docker.conftest import SESSION_PREFIX
 from tests.swebench_project import import_shapes
 
@@ -93,9 +93,48 @@ def test_a_fix_that_breaks_a_pass_to_pass_test_is_not_resolved(
     check_report: dict[str, Any],
 ) -> None:
     found = verdict(check_report, OVEREAGER)
-    assert found["problems"] == ["the reference run is failed (Not resolved), not passed"]
+    assert found["problems"] == [
+        "the reference run is failed (Not resolved), not passed",
+        "1 PASS_TO_PASS failed",
+    ]
+    assert found["failed_tests"] == {"PASS_TO_PASS": ["tests/test_geometry.py::test_area_rect"]}
     result = result_of(check_report, OVEREAGER, "reference")
     assert result["status"] == "failed"
     assert result["tests"]["FAIL_TO_PASS"]["failure"] == []  # the bug is fixed
     assert result["tests"]["PASS_TO_PASS"]["failure"] == ["tests/test_geometry.py::test_area_rect"]
     assert check_report["sound"] == 2 and check_report["broken"] == 1
+
+
+def test_a_row_that_names_an_image_and_no_dockerfile_runs(
+    check_report: dict[str, Any], tmp_path: Path
+) -> None:
+    """A 5.x row with `image` in place of `dockerfile` builds on that image: here the
+    environment image that acme-shapes-1's own dockerfile gave in the check above."""
+    from tests.docker.conftest import docker_lines, new_run_id
+    from tests.swebench_project import DATASET_NAME, make_shapes_project
+
+    (image,) = docker_lines(
+        "images", "--format", "{{.Repository}}:{{.Tag}}",
+        f"ssebench/environment/{DATASET_NAME}/acme-shapes-1",
+    )  # fmt: skip
+    project = make_shapes_project(tmp_path / "project")
+    row = {key: value for key, value in project.instances[0].items() if key != "dockerfile"}
+    row.update(instance_id="acme__shapes-21", image=image)
+    instances = tmp_path / "instances.json"
+    instances.write_text(json.dumps([row]))
+    dataset = tmp_path / "imaged"
+    imported = ssebench(
+        "dataset", "import", "swebench", str(instances), "--out", str(dataset),
+        "--repos", str(project.repos),
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    dockerfile = (dataset / "acme-shapes-21" / "environment" / "Dockerfile").read_text()
+    assert f"\nFROM {image}\n" in dockerfile
+    for agent, expected in (("reference", "passed"), ("dummy", "failed")):
+        done = ssebench(
+            "run", "--local", str(dataset), "--task", "acme-shapes-21", "--agent", agent,
+            "--results", str(tmp_path / "results"), "--run-id", new_run_id(f"imaged-{agent}"),
+            timeout=900,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr[-2000:]
+        assert last_line_verdict(done.stdout)[0] == expected, done.stdout[-2000:]
