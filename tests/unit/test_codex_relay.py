@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +20,11 @@ RELAY_FILE = Path(__file__).resolve().parents[2] / "src/ssebench/agents/codex/re
 
 
 def load_relay() -> ModuleType:
+    # In the container the runtime is the package ssebench_runtime; here it is ssebench's.
+    sys.modules.setdefault("ssebench_runtime", importlib.import_module("ssebench.runtime"))
+    sys.modules.setdefault(
+        "ssebench_runtime.model_relay", importlib.import_module("ssebench.runtime.model_relay")
+    )
     spec = importlib.util.spec_from_file_location("codex_relay", RELAY_FILE)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

@@ -16,6 +16,7 @@ from .accounts import Account
 from .config import Settings
 from .logs import LogFile, RedactingStream, Redactor, echo_line
 from .mcp import PATH as MCP_PATH
+from .model_relay import PLACEHOLDER_KEY, ModelRelay
 from .processes import Child, exit_status, reap_orphans, sweep_user
 
 EXIT_TIMEOUT = 124
@@ -35,16 +36,20 @@ def agent_environment(
     """A clean environment: base (the image's toolchain variables and PATH), the
     agent's SSE_* settings and the contract's variables; nothing of the runtime.
     daemon_url is the daemon on the agent's loopback (a sidecar's agent container
-    shares the environment container's network namespace), MCP's endpoint with it."""
+    shares the environment container's network namespace), MCP's endpoint with it.
+
+    The run's key is never in it: SSE_BASE_URL is the model relay of this process
+    (model_relay.py), which adds the key, and SSE_API_KEY a placeholder."""
     env = dict(base)
     env.setdefault("LANG", "C.UTF-8")
     env.update(settings.agent_variables)
+    base_url, api_key = model_access(settings)
     env.update(
         HOME=str(agent.home),
         USER=agent.name,
         LOGNAME=agent.name,
-        SSE_BASE_URL=settings.base_url,
-        SSE_API_KEY=settings.api_key,
+        SSE_BASE_URL=base_url,
+        SSE_API_KEY=api_key,
         SSE_MODEL_NAME=settings.model_name,
         SSE_DIFFICULTY=str(settings.difficulty),
         SSE_ARCHIVE=str(settings.archive),
@@ -55,6 +60,24 @@ def agent_environment(
         TIMEOUT=str(settings.timeout),
     )
     return env
+
+
+_relays: dict[tuple[str, str], ModelRelay] = {}
+_relays_lock = threading.Lock()
+
+
+def model_access(settings: Settings) -> tuple[str, str]:
+    """(SSE_BASE_URL, SSE_API_KEY) for the agent: this process's model relay and its
+    placeholder when the run has a key, else the settings as they are (no model, or a
+    model that needs no key). One relay per process, for as long as it lives."""
+    if not settings.api_key or not settings.base_url:
+        return settings.base_url, settings.api_key
+    with _relays_lock:
+        relay = _relays.get((settings.base_url, settings.api_key))
+        if relay is None:
+            relay = ModelRelay(settings.base_url, settings.api_key).start()
+            _relays[(settings.base_url, settings.api_key)] = relay
+    return relay.url, PLACEHOLDER_KEY
 
 
 def supervise_agent(

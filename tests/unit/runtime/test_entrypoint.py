@@ -17,6 +17,7 @@ import pytest
 
 from ssebench.runtime.accounts import Accounts
 from ssebench.runtime.entrypoint import KEEP_ALIVE_MESSAGE, main
+from ssebench.runtime.model_relay import PLACEHOLDER_KEY
 
 from .conftest import AGENTS, FIXED, ROOT, SENTINEL, Project, make_project
 
@@ -103,8 +104,15 @@ def test_the_agent_gets_a_clean_environment(
     script = (
         "import json, os, sys, urllib.request\n"
         "status = json.load(urllib.request.urlopen(os.environ['SSE_DAEMON_URL'] + '/status'))\n"
-        f"json.dump({{'env': dict(os.environ), 'status': status, 'cwd': os.getcwd()}}, "
-        f"open({str(out)!r}, 'w'))\n"
+        # Every process environment the agent's user can read, as a model would ask.
+        "seen = []\n"
+        "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+        "    try:\n"
+        "        seen.append(open(f'/proc/{pid}/environ', 'rb').read().decode(errors='replace'))\n"
+        "    except OSError:\n"
+        "        pass\n"
+        f"json.dump({{'env': dict(os.environ), 'status': status, 'cwd': os.getcwd(), "
+        f"'environs': seen}}, open({str(out)!r}, 'w'))\n"
     )
     code, _ = run_entrypoint(
         project,
@@ -121,7 +129,11 @@ def test_the_agent_gets_a_clean_environment(
     env = seen["env"]
     assert seen["status"] == {"phase": "agent", "agent_exit_code": None}
     assert seen["cwd"] == str(project.source)
-    assert env["SSE_API_KEY"] == SENTINEL
+    # The key is the model relay's: the agent has a placeholder and the relay's URL.
+    assert env["SSE_API_KEY"] == PLACEHOLDER_KEY
+    assert env["SSE_BASE_URL"].startswith("http://127.0.0.1:")
+    assert seen["environs"] and not any(SENTINEL in text for text in seen["environs"])
+    assert SENTINEL not in json.dumps(env)
     assert env["SSE_SOURCE_DIR"] == str(project.source)
     assert env["SSE_DIFFICULTY"] == "3"
     assert env["SSE_ARCHIVE"] == str(project.layout.archive)
@@ -164,7 +176,8 @@ def test_the_secret_reaches_no_file(project: Project, accounts: Accounts) -> Non
     code, stdout = run_entrypoint(project, accounts, ["sh", "-c", script])
     assert code == 3
     assert SENTINEL.encode() not in stdout
-    assert b"stdout [REDACTED]" in stdout
+    # The agent holds no key to leak: what it printed is the relay's placeholder.
+    assert f"stdout {PLACEHOLDER_KEY}".encode() in stdout
     checked = 0
     for root in (project.layout.results, project.layout.archive):
         for path in root.rglob("*"):

@@ -25,6 +25,9 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# The tool layer's runtime, installed in every task image (the wrapper imports it too).
+from ssebench_runtime.model_relay import send_answer_head
+
 SEPARATOR = "__"
 # Headers that belong to one hop, never passed on.
 HOP_HEADERS = frozenset(
@@ -175,12 +178,7 @@ class Relay:
                     self.send_error(502, relay.last_error)
                     return
                 try:
-                    self.send_response(answer.status, answer.reason)
-                    for name, value in answer.getheaders():
-                        if name.lower() not in HOP_HEADERS:
-                            self.send_header(name, value)
-                    self.send_header("Connection", "close")
-                    self.close_connection = True
+                    send_answer_head(self, answer, HOP_HEADERS)
                     streamed = "text/event-stream" in (answer.getheader("Content-Type") or "")
                     if streamed and answer.status < 400:
                         self.end_headers()
