@@ -111,7 +111,7 @@ class Faults:
         return self.results / TASK / "none" / agent / run_id
 
     def prune(self) -> dict[str, object]:
-        done = ssebench("runs", "prune", "--json", "--dir", str(self.results), env=self.env())
+        done = ssebench("runs", "prune", "--json", "--results", str(self.results), env=self.env())
         assert done.returncode == 0, done.stderr
         report: dict[str, object] = json.loads(done.stdout)
         return report
@@ -296,7 +296,7 @@ def test_runners_killed_at_random_phases_leave_nothing_after_prune(faults: Fault
         assert summary.is_file(), f"seed {seed}: {ways[run_id]}"
     # A SIGKILLed runner's run is recorded by that prune, with the reason; every run
     # directory made shows in `runs results`.
-    listed = ssebench("runs", "results", "--dir", str(faults.results), "--json")
+    listed = ssebench("runs", "results", "--results", str(faults.results), "--json")
     assert listed.returncode == 0, listed.stderr
     by_id = {run["run_id"]: run for run in json.loads(listed.stdout)["runs"]}
     for run_id in run_ids:

@@ -161,6 +161,22 @@ def test_hidden_tests_past_their_limit_are_named_as_timed_out(tmp_path: Path) ->
     assert decided["tests"]["FAIL_TO_PASS"]["failure"] == GRADING["FAIL_TO_PASS"]
 
 
+def test_the_environments_deviations_are_in_every_grade(tmp_path: Path) -> None:
+    task = make_task(tmp_path)
+    environment = {
+        "python": "3.9",
+        "deviations": ["Python 3.9 in place of the specification's 3.8"],
+    }
+    grading = {**GRADING, "environment": environment}
+    (task.path / GRADING_FILE).write_text(json.dumps(grading))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "evaluator.log").write_text(evaluator_log(pytest_output(ALL_PASS, 0)))
+    grade = grade_run(task, run_dir, container_grade(hidden_ok=True))
+    assert grade["status"] == "passed"
+    assert grade["tests"]["environment"] == environment
+
+
 def test_no_log_is_not_resolved(tmp_path: Path) -> None:
     grade = grade_on_host(make_task(tmp_path), tmp_path, container_grade(hidden_ok=True))
     assert grade["status"] == "failed"

@@ -106,7 +106,9 @@ def test_runs_results_and_prune_record_and_show_them(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
     run_dir = make_run(tmp_path / "results", "killed", runner_of(dead_pid()), GRADE)
-    done = ssebench(*command, "--dir", str(tmp_path / "results"), env={"SSEBENCH_BACKEND": "fake"})
+    done = ssebench(
+        *command, "--results", str(tmp_path / "results"), env={"SSEBENCH_BACKEND": "fake"}
+    )
     assert done.returncode == 0, done.stderr
     assert summary_of(run_dir)["error_msg"] == KILLED_REASON
     if command[1] == "results":

@@ -94,7 +94,9 @@ def register(commands: Any) -> None:
 
     prune = add_action("prune", help="remove runs whose deadline passed or whose runner is gone")
     prune.add_argument(
+        "--results",
         "--dir",
+        dest="dir",
         default="results",
         help="the results folder whose runs of killed runners get recorded (./results)",
     )
@@ -102,7 +104,11 @@ def register(commands: Any) -> None:
     prune.set_defaults(handler=prune_command)
 
     results = add_action("results", help="the finished runs in the results folder")
-    results.add_argument("--dir", default="results", help="the results folder (./results)")
+    # --results, as `run` and `eval` name the same folder; --dir, its earlier name, too.
+    results.add_argument(
+        "--results", "--dir", dest="dir", default="results",
+        help="the results folder (./results)",
+    )  # fmt: skip
     results.add_argument("--json", action="store_true")
     results.set_defaults(handler=results_command)
 

@@ -105,6 +105,10 @@ def grade_run(task: Task, run_dir: Path, grade: dict[str, Any]) -> dict[str, Any
         output = with_exit_status(output, exit_code)
     report = report_for_output(grading, output or "")
     tests = {"grader": "swebench", "grader_version": package_version(), **report}
+    if isinstance(grading.get("environment"), dict):
+        # How the environment was made (its Python, resolution date, deviations from the
+        # official spec), in every result, so that no grade hides a substitute.
+        tests["environment"] = grading["environment"]
     if report["resolved"]:
         return {**grade, "status": "passed", "error_msg": None, "tests": tests}
     message = NOT_RESOLVED if report["parsed"] else NO_TEST_OUTPUT
