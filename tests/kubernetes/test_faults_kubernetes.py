@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.unrecorded_runs import KILLED_REASON
 from tests.cli import run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
 from tests.kubernetes.cluster import TASK, Cluster, new_run_id
@@ -71,6 +72,12 @@ def test_a_runner_killed_during_start_leaves_no_secret_without_its_job(
             assert owners and owners[0]["uid"] == job_uid, item["kind"]
     listed = json.loads(ssebench("runs", "list", "--json", *K8S).stdout)["runs"]
     assert run_id in [run["run_id"] for run in listed]
-    pruned = json.loads(ssebench("runs", "prune", "--json", *K8S).stdout)
+    results = tmp_path / "results"
+    pruned = json.loads(ssebench("runs", "prune", "--json", "--results", str(results), *K8S).stdout)
     assert run_id in [run["run_id"] for run in pruned["removed"]]
+    # Killed before it could record the run: the prune records it, with the reason.
+    run_dir = results / TASK / "none" / "sleeper" / run_id
+    assert pruned["recorded"] == [str(run_dir)]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["status"], summary["error_msg"]) == ("error", KILLED_REASON)
     wait_until(lambda: objects(cluster, run_id) == [], what="the run's objects to go", seconds=90)

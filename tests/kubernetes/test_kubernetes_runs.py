@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ssebench.unrecorded_runs import KILLED_REASON
 from tests.cli import last_line_verdict, run_arguments, sleeper_started, ssebench, start_ssebench
 from tests.conftest import PILOT_DATASET
 from tests.kubernetes.cluster import TASK, Cluster, new_run_id
@@ -119,6 +120,33 @@ def test_sigterm_to_the_runner_records_143_and_removes_the_job(
     )
     assert summary["exit_code"] == 143 and summary["stopped"] is True
     assert (tmp_path / TASK / "none" / "sleeper" / run_id / "result.json").is_file()
+    wait_until(lambda: nothing_left(cluster, run_id), "the run's objects to go", 60)
+
+
+def test_a_runner_killed_during_the_agent_leaves_a_recorded_run_after_prune(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """SIGKILL, which no runner can answer: the next prune removes the Job and records
+    the run (unrecorded_runs.py), which `runs results` then shows with the reason."""
+    run_id = new_run_id("killed")
+    process = start_ssebench(
+        *run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, tmp_path, *K8S, "--prebuilt")
+    )
+    try:
+        wait_until(lambda: sleeper_started(run_id, *K8S), "the sleeper agent to start")
+    finally:
+        process.kill()
+        process.communicate(timeout=60)
+    run_dir = tmp_path / TASK / "none" / "sleeper" / run_id
+    assert not (run_dir / "summary.json").exists()
+    pruned = ssebench("runs", "prune", "--json", "--results", str(tmp_path), *K8S)
+    assert pruned.returncode == 0, pruned.stderr
+    report = json.loads(pruned.stdout)
+    assert run_id in [run["run_id"] for run in report["removed"]]
+    assert report["recorded"] == [str(run_dir)]
+    listed = ssebench("runs", "results", "--results", str(tmp_path), "--json")
+    (run,) = [run for run in json.loads(listed.stdout)["runs"] if run["run_id"] == run_id]
+    assert (run["status"], run["error_msg"]) == ("error", KILLED_REASON)
     wait_until(lambda: nothing_left(cluster, run_id), "the run's objects to go", 60)
 
 
