@@ -83,20 +83,23 @@ def record_defects(task_path: Path) -> dict[str, list[str]]:
 
 
 def _failure_reasons(run: TaskRun, failed: dict[str, list[str]]) -> list[str]:
-    """What the reference run's failed tests say: the record's defect when every one is
-    a test the record itself spoils, else the count of each kind."""
+    """What the reference run's failed tests say: how many of them the record itself
+    spoils (its defect, found at import), and how many of each kind failed besides."""
     if not failed:
         return []
     defective = set(record_defects(run.task.path).get("foreign_path_tests", []))
-    names = [name for names in failed.values() for name in names]
+    spoiled = [name for names in failed.values() for name in names if name in defective]
     reasons = []
-    if defective and set(names) <= defective:
+    if spoiled:
         reasons.append(
-            f"the record's defect: {len(names)} failed test IDs carry absolute paths of the "
-            "machine that made the record, which no environment has"
+            f"the record's defect: {len(spoiled)} failed test IDs carry absolute paths of "
+            "the machine that made the record, which no environment has"
         )
-    else:
-        reasons.extend(f"{len(names)} {kind} failed" for kind, names in failed.items())
+    for kind, names in failed.items():
+        others = [name for name in names if name not in defective]
+        if others:
+            besides = " besides" if spoiled else ""
+            reasons.append(f"{len(others)} {kind} failed{besides}")
     return reasons
 
 

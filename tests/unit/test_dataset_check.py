@@ -89,6 +89,15 @@ def test_failed_tests_the_record_spoils_are_named_as_its_defect(tmp_path: Path) 
         "made the record, which no environment has"
     )
     assert verdict.failed_tests == {"PASS_TO_PASS": spoiled}
+    # Failed tests besides the spoiled ones are counted apart.
+    tests["FAIL_TO_PASS"] = {"success": [], "failure": ["t.py::fixed"]}
+    (reference.run_dir / "result.json").write_text(json.dumps({"tests": tests}))
+    (verdict,) = verdicts({"reference": [reference], "dummy": runs(one=("failed", None))})
+    assert verdict.problems[1:] == (
+        "the record's defect: 2 failed test IDs carry absolute paths of the machine that "
+        "made the record, which no environment has",
+        "1 FAIL_TO_PASS failed besides",
+    )
 
 
 def test_check_command_runs_both_agents_and_reports_per_task(tmp_path: Path) -> None:
