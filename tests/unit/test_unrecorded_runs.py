@@ -120,3 +120,31 @@ def test_runs_results_and_prune_record_and_show_them(
         )
     else:
         assert json.loads(done.stdout)["recorded"] == [str(run_dir)]
+
+
+def test_an_evaluation_records_a_killed_run_and_runs_its_task_again(tmp_path: Path) -> None:
+    from ssebench.evaluation import Limits
+    from ssebench.testing.fake import FakeBackend
+    from tests.unit.test_eval import evaluation, many_tasks
+
+    (task,) = many_tasks(1)
+    killed = tmp_path / task.id / "none" / "reference" / "killed"
+    (killed / "archive").mkdir(parents=True)
+    (killed / "result.json").write_text(json.dumps(GRADE))
+    (killed / RUNNER_FILE).write_text(json.dumps(runner_of(dead_pid())))
+    job = evaluation(FakeBackend(), [task], tmp_path, Limits.for_jobs(1))
+    assert summary_of(killed)["error_msg"] == KILLED_REASON
+    # Its container's grade was passed, but the run is an error: the task runs again.
+    assert [run.skipped for run in job.runs] == [False]
+    job.start()
+    assert job.wait(120)
+    assert [run.status for run in job.runs] == ["passed"]
+
+
+def test_the_web_ui_lists_a_killed_run_with_the_reason(tmp_path: Path) -> None:
+    from ssebench.webui.catalog import ResultsIndex
+
+    run_dir = make_run(tmp_path, "killed", runner_of(dead_pid()), None)
+    runs = ResultsIndex(tmp_path).runs()
+    assert runs["killed"][0] == run_dir
+    assert runs["killed"][1]["error_msg"] == KILLED_REASON
