@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -104,10 +105,40 @@ def last_line_verdict(stdout: str) -> tuple[str, Path]:
     return status, Path(run_dir)
 
 
+def logs_say(run_id: str, text: str, *options: str) -> bool:
+    """Whether the container log of a live run (`runs logs`) holds this text."""
+    done = ssebench("runs", "logs", run_id, *options)
+    return done.returncode == 0 and text in done.stdout.lower()
+
+
 def sleeper_started(run_id: str, *options: str) -> bool:
     """Whether the sleeper agent of a kept run has written its first line."""
-    done = ssebench("runs", "logs", run_id, *options)
-    return done.returncode == 0 and "sleeper" in done.stdout.lower()
+    return logs_say(run_id, "sleeper", *options)
+
+
+def grading_tests(run_id: str, *options: str) -> bool:
+    """Whether a live run's grading has passed its build step and gone on to the tests
+    (the entrypoint logs each step's end as `grading: NAME: ok (...)`)."""
+    return logs_say(run_id, "grading: build: ok", *options)
+
+
+def prune_records_the_killed_run(
+    run_dir: Path, results: Path, *options: str, env: dict[str, str] | None = None
+) -> None:
+    """One `runs prune` removes the run of a SIGKILLed runner and records it, and `runs
+    results` then lists it as an error with the killed reason."""
+    from ssebench.unrecorded_runs import KILLED_REASON
+
+    run_id = run_dir.name
+    assert not (run_dir / "summary.json").exists()
+    pruned = ssebench("runs", "prune", "--json", "--results", str(results), *options, env=env)
+    assert pruned.returncode == 0, pruned.stderr
+    report = json.loads(pruned.stdout)
+    assert run_id in [run["run_id"] for run in report["removed"]]
+    assert report["recorded"] == [str(run_dir)]
+    listed = ssebench("runs", "results", "--results", str(results), "--json", env=env)
+    (run,) = [run for run in json.loads(listed.stdout)["runs"] if run["run_id"] == run_id]
+    assert (run["status"], run["error_msg"]) == ("error", KILLED_REASON)
 
 
 class Output:

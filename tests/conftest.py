@@ -17,6 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_DATASET = ROOT / "tests" / "fixtures" / "datasets" / "tiny"
+# An agent whose patch makes the pilot task's grading last (for kills during grading).
+SLOW_GRADING = ROOT / "tests" / "fixtures" / "agents" / "slow-grading"
 PILOT_DATASET = ROOT / "datasets" / "pilot"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # The cluster's own kubeconfig (its admin), read before any fixture narrows KUBECONFIG

@@ -32,8 +32,15 @@ from pathlib import Path
 import pytest
 
 from ssebench.unrecorded_runs import KILLED_REASON
-from tests.cli import run_arguments, sleeper_started, ssebench, start_ssebench
-from tests.conftest import PILOT_DATASET
+from tests.cli import (
+    grading_tests,
+    prune_records_the_killed_run,
+    run_arguments,
+    sleeper_started,
+    ssebench,
+    start_ssebench,
+)
+from tests.conftest import PILOT_DATASET, SLOW_GRADING
 from tests.docker.conftest import leftovers, new_run_id
 from tests.polling import wait_until
 
@@ -312,3 +319,17 @@ def test_runners_killed_at_random_phases_leave_nothing_after_prune(faults: Fault
             assert listed_run["error_msg"] == KILLED_REASON, f"seed {seed}: {ways[run_id]}"
         else:
             assert summary.get("runner_killed") is None, f"seed {seed}: {ways[run_id]}"
+
+
+def test_sigkill_during_grading_leaves_a_run_prune_records(faults: Faults) -> None:
+    """The moment a random kill rarely hits: the agent's patch makes grading's tests
+    sleep (tests/fixtures/agents/slow-grading), the runner is killed in them, and one
+    prune removes the container and records the run with the reason."""
+    run_id = new_run_id("gradekill")
+    runner = faults.start(run_id, "slow-grading", "--agents-dir", str(SLOW_GRADING))
+    wait_until(lambda: grading_tests(run_id), what="grading's tests", seconds=180)
+    runner.process.kill()
+    runner.ended()
+    run_dir = faults.run_dir(run_id, "slow-grading")
+    prune_records_the_killed_run(run_dir, faults.results, env=faults.env())
+    assert mine([run_id]) == [] and faults.left_on_disk() == []

@@ -13,10 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.unrecorded_runs import KILLED_REASON
-from tests.cli import last_line_verdict, run_arguments, sleeper_started, ssebench, start_ssebench
-from tests.conftest import PILOT_DATASET
-from tests.kubernetes.cluster import TASK, Cluster, new_run_id
+from ssebench.agents import load_agent
+from ssebench.runner import image_request
+from ssebench.tasks import load_dataset
+from tests.cli import (
+    grading_tests,
+    last_line_verdict,
+    prune_records_the_killed_run,
+    run_arguments,
+    sleeper_started,
+    ssebench,
+    start_ssebench,
+)
+from tests.conftest import PILOT_DATASET, SLOW_GRADING
+from tests.kubernetes.cluster import TASK, Cluster, build_as_published, new_run_id
 from tests.polling import wait_until
 
 pytestmark = pytest.mark.kubernetes
@@ -138,15 +148,31 @@ def test_a_runner_killed_during_the_agent_leaves_a_recorded_run_after_prune(
         process.kill()
         process.communicate(timeout=60)
     run_dir = tmp_path / TASK / "none" / "sleeper" / run_id
-    assert not (run_dir / "summary.json").exists()
-    pruned = ssebench("runs", "prune", "--json", "--results", str(tmp_path), *K8S)
-    assert pruned.returncode == 0, pruned.stderr
-    report = json.loads(pruned.stdout)
-    assert run_id in [run["run_id"] for run in report["removed"]]
-    assert report["recorded"] == [str(run_dir)]
-    listed = ssebench("runs", "results", "--results", str(tmp_path), "--json")
-    (run,) = [run for run in json.loads(listed.stdout)["runs"] if run["run_id"] == run_id]
-    assert (run["status"], run["error_msg"]) == ("error", KILLED_REASON)
+    prune_records_the_killed_run(run_dir, tmp_path, *K8S)
+    wait_until(lambda: nothing_left(cluster, run_id), "the run's objects to go", 60)
+
+
+def test_a_runner_killed_during_grading_leaves_a_recorded_run_after_prune(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The same SIGKILL inside the Job's grading: the slow-grading agent's patch makes
+    the test steps sleep, and the runner dies there."""
+    agents_dir = ("--agents-dir", str(SLOW_GRADING))
+    task = load_dataset(PILOT_DATASET).task(TASK)
+    build_as_published(image_request(task, load_agent("slow-grading", [SLOW_GRADING])))
+    run_id = new_run_id("gradekill")
+    process = start_ssebench(
+        *run_arguments(
+            PILOT_DATASET, TASK, "slow-grading", run_id, tmp_path, *K8S, *agents_dir, "--prebuilt"
+        )
+    )
+    try:
+        wait_until(lambda: grading_tests(run_id, *K8S), "grading's tests", 300)
+    finally:
+        process.kill()
+        process.communicate(timeout=60)
+    run_dir = tmp_path / TASK / "none" / "slow-grading" / run_id
+    prune_records_the_killed_run(run_dir, tmp_path, *K8S)
     wait_until(lambda: nothing_left(cluster, run_id), "the run's objects to go", 60)
 
 
