@@ -325,11 +325,21 @@ def test_sigkill_during_grading_leaves_a_run_prune_records(faults: Faults) -> No
     """The moment a random kill rarely hits: the agent's patch makes grading's tests
     sleep (tests/fixtures/agents/slow-grading), the runner is killed in them, and one
     prune removes the container and records the run with the reason."""
-    run_id = new_run_id("gradekill")
+    run_id, alive_id = new_run_id("gradekill"), new_run_id("alive")
+    alive = faults.start(alive_id)  # a run alive meanwhile, which the prune leaves alone
     runner = faults.start(run_id, "slow-grading", "--agents-dir", str(SLOW_GRADING))
-    wait_until(lambda: grading_tests(run_id), what="grading's tests", seconds=180)
-    runner.process.kill()
-    runner.ended()
-    run_dir = faults.run_dir(run_id, "slow-grading")
-    prune_records_the_killed_run(run_dir, faults.results, env=faults.env())
-    assert mine([run_id]) == [] and faults.left_on_disk() == []
+    try:
+        wait_until(lambda: grading_tests(run_id), what="grading's tests", seconds=180)
+        runner.process.kill()
+        runner.ended()
+        wait_until(lambda: sleeper_started(alive_id), what="the sleeper agent to start")
+        run_dir = faults.run_dir(run_id, "slow-grading")
+        prune_records_the_killed_run(run_dir, faults.results, env=faults.env())
+        assert mine([run_id]) == []
+        assert containers_of([alive_id]) != []
+        assert not (faults.run_dir(alive_id) / "summary.json").exists()
+    finally:
+        alive.process.send_signal(signal.SIGTERM)
+        alive.ended()
+    assert (faults.run_dir(alive_id) / "summary.json").is_file()
+    assert mine([alive_id]) == [] and faults.left_on_disk() == []
