@@ -14,7 +14,8 @@ import pytest
 from ssebench.catalog import load_catalog, make_server
 from ssebench.catalog.server import CatalogServer
 from ssebench.errors import TaskError, UserError
-from ssebench.tasks.dataset import load_dataset, resolve_dataset
+from ssebench.tasks.dataset import load_dataset
+from ssebench.tasks.sources import resolve_dataset
 from tests.cli import ssebench
 
 PILOT = Path(__file__).resolve().parents[2] / "datasets" / "pilot"

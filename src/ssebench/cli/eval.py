@@ -43,7 +43,7 @@ from ssebench.reports.tables import percent
 from ssebench.results import check_run_id, make_results_root, new_run_id, write_json
 from ssebench.runner import RunSettings
 from ssebench.tasks import Task
-from ssebench.tasks.dataset import resolve_dataset
+from ssebench.tasks.sources import resolve_dataset
 
 if TYPE_CHECKING:
     from ssebench.proxy import ModelAccessPlan

@@ -137,7 +137,7 @@ def publish_command(arguments: argparse.Namespace) -> int:
     from ssebench import image_layers
     from ssebench.agents import load_agent
     from ssebench.images import publish
-    from ssebench.tasks.dataset import resolve_dataset
+    from ssebench.tasks.sources import resolve_dataset
 
     if arguments.catalog:
         raise UserError("images publish builds the tasks' images: it needs --local, not --catalog")

@@ -16,7 +16,7 @@ from ssebench.extensions import Egress
 from ssebench.gone_reader import write_or_drop
 from ssebench.results import check_run_id, make_results_root, new_run_id
 from ssebench.runner import RunAbandoned, Runner, RunSettings, StopRequest, stop_on_signals
-from ssebench.tasks.dataset import resolve_dataset
+from ssebench.tasks.sources import resolve_dataset
 
 if TYPE_CHECKING:
     from ssebench.proxy import ModelAccessPlan, ModelSession

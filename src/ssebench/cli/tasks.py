@@ -11,8 +11,8 @@ from ssebench.cli.images import add_image_backend_option
 from ssebench.cli.output import print_json, print_table
 from ssebench.cli.run import add_dataset_options
 from ssebench.errors import UserError
-from ssebench.tasks.dataset import resolve_dataset
 from ssebench.tasks.model import Task
+from ssebench.tasks.sources import resolve_dataset
 
 
 def register(commands: Any) -> None:

@@ -29,9 +29,8 @@ from typing import Any, BinaryIO
 from . import __version__
 from .accounts import AGENT_USER, Account, make_directory
 from .config import Layout, default_path, load_image_environment
-from .entrypoint import AGENT_SIDE_OPTION, EXIT_SETUP_ERROR
 from .logs import LogFile, echo_line
-from .role import Role
+from .role import AGENT_SIDE_OPTION, EXIT_SETUP_ERROR, Role
 from .sidecar import SOCKET_NAME, AgentLink, LinkClosed
 from .supervision import agent_environment, supervise_agent
 

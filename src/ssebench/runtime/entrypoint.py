@@ -46,15 +46,12 @@ from .evaluator import (
 from .logs import LogFile, echo_line, utc_now
 from .processes import reap_orphans, sweep_user
 from .repository import BaseRepository
-from .role import STOP_SIGNALS, Role
+from .role import AGENT_SIDE_OPTION, EXIT_SETUP_ERROR, STOP_SIGNALS, Role
 from .sidecar import SOCKET_NAME, EnvironmentLink, LinkClosed
 from .supervision import agent_environment, supervise_agent
 from .unixhttp import request_json
 from .workspace import Workspace, snapshot_home
 
-EXIT_SETUP_ERROR = 2
-# The argument (before the agent's command) that selects the agent container's role.
-AGENT_SIDE_OPTION = "--agent-side"
 ENVIRONMENT_ROLE = "environment"
 # How long the environment container waits for the agent container to connect, and,
 # once it asked it to stop, for its report.
@@ -467,7 +464,7 @@ def main(
     argv = sys.argv[1:] if argv is None else argv
     role: Role
     if argv[:1] == [AGENT_SIDE_OPTION]:
-        # Imported here: agent_side builds on this module.
+        # Imported here: only an agent container takes this role.
         from .agent_side import AgentSide
 
         agent = accounts.agent if accounts else None

@@ -22,6 +22,10 @@ from .config import Layout, Settings
 from .logs import LogFile, Redactor
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# Either role's exit status when the run could not be set up.
+EXIT_SETUP_ERROR = 2
+# The argument (before the agent's command) that selects the agent container's role.
+AGENT_SIDE_OPTION = "--agent-side"
 
 
 class Role(abc.ABC):

@@ -131,29 +131,3 @@ def manifest_differences(dataset: Dataset) -> list[str]:
         if recorded.get(key) != current[key]:
             differences.append(f"field {key} changed")
     return differences
-
-
-DATASET_VARIABLE = "SSEBENCH_DATASET"
-DEFAULT_DATASET_DIR = Path("datasets/pilot")
-
-
-def resolve_dataset(local: str | None, catalog: str | None) -> Dataset:
-    """The dataset that --local or --catalog names, else SSEBENCH_DATASET, else the pilot
-    dataset in the current directory. Raises UserError/TaskError with what to pass."""
-    import os
-
-    from ssebench.errors import UserError
-
-    if catalog:
-        from ssebench.catalog.client import load_catalog
-
-        return load_catalog(catalog)
-    if local:
-        return load_dataset(Path(local))
-    if os.environ.get(DATASET_VARIABLE):
-        return load_dataset(Path(os.environ[DATASET_VARIABLE]))
-    if (DEFAULT_DATASET_DIR / DATASET_FILE).exists():
-        return load_dataset(DEFAULT_DATASET_DIR)
-    raise UserError(
-        f"No dataset: pass --local DIR (a folder with {DATASET_FILE}) or set {DATASET_VARIABLE}"
-    )

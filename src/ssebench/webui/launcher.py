@@ -25,7 +25,8 @@ from typing import Any
 from ssebench.agents import Agent, discover_agents
 from ssebench.errors import SsebenchError, UserError
 from ssebench.results import check_run_id, new_run_id
-from ssebench.tasks.dataset import Dataset, resolve_dataset
+from ssebench.tasks.dataset import Dataset
+from ssebench.tasks.sources import resolve_dataset
 from ssebench.webui.settings import TOKEN_VARIABLE, WebSettings
 
 MODEL_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")
