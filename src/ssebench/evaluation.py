@@ -246,6 +246,8 @@ def spend_of(summary: Mapping[str, Any]) -> float | None:
 
 # Recorded grades: by (agent, model label), then by task ID, oldest first.
 Grades = dict[tuple[str, str], dict[str, list[tuple[Path, dict[str, Any]]]]]
+# Whether a recorded grade (task ID, its summary) counts for the evaluation.
+RecordedFilter = Callable[[str, Mapping[str, Any]], bool]
 
 
 def all_recorded_grades(results_root: Path) -> Grades:
@@ -480,6 +482,9 @@ class Evaluation:
     """Runs every task of tasks `attempts` times for every matrix entry through the
     Runner, at most limits.jobs at once.
 
+    counts_as_recorded(task ID, summary), if given, decides which recorded grades stand
+    for attempts (`grade --predictions`: only those of the same patch).
+
     settings_for(run) gives the run's settings (a new run ID each call). model_access
     holds the plan for each entry that uses a model key. listener, if given, is called
     from the workers with ("started" | "finished", task run).
@@ -501,6 +506,7 @@ class Evaluation:
         listener: Listener | None = None,
         model_access: Mapping[MatrixEntry, ModelAccessPlan] | None = None,
         max_spend: float | None = None,
+        counts_as_recorded: RecordedFilter | None = None,
     ) -> None:
         if attempts < 1:
             raise UserError("--attempts must be at least 1")
@@ -550,6 +556,11 @@ class Evaluation:
         for entry in self.entries:
             # The newest `attempts` grades of each task stand for its first attempts.
             by_task = recorded.get((entry.agent, entry.model_label), {})
+            if counts_as_recorded is not None:
+                by_task = {
+                    task: [grade for grade in grades if counts_as_recorded(task, grade[1])]
+                    for task, grades in by_task.items()
+                }
             kept = {task: grades[-attempts:] for task, grades in by_task.items()}
             for run in self.runs:
                 if run.entry != entry:

@@ -137,10 +137,12 @@ class RunDirectory:
         return data
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write atomically, so a reader sees the old file or the new one, never half."""
+def write_json(path: Path, data: dict[str, Any], *, sort_keys: bool = True) -> None:
+    """Write atomically, so a reader sees the old file or the new one, never half.
+    sort_keys=False keeps the keys in data's order (a format defined elsewhere)."""
     temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    text = json.dumps(data, indent=2, sort_keys=sort_keys)
+    temporary.write_text(text + "\n", encoding="utf-8")
     temporary.replace(path)
 
 

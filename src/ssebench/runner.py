@@ -11,6 +11,7 @@ once, leaving the run to its backend, and records it from the run directory.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import signal
 import sys
@@ -44,6 +45,7 @@ from ssebench.extensions import (
     SidecarPair,
 )
 from ssebench.gone_reader import write_or_drop
+from ssebench.images.layers import image_request
 from ssebench.results import (
     NO_MODEL,
     NO_RESULT_MESSAGE,
@@ -59,20 +61,8 @@ if TYPE_CHECKING:
     from ssebench.proxy import ModelSession
 
 REFERENCE_PATCH_COPY = "reference.patch"
+GIVEN_PATCH_COPY = "given.patch"
 READOUT_FAILED = "Read-out failed"
-
-
-def image_request(task: Task, agent: Agent) -> ImageRequest:
-    """The images of agent on task, with every other choice at its default
-    (dataclasses.replace changes them)."""
-    return ImageRequest(
-        task_id=task.id,
-        dataset=task.dataset,
-        agent=agent.name,
-        agent_version=agent.version,
-        task_dir=task.path,
-        agent_dir=agent.path,
-    )
 
 
 @dataclass(frozen=True)
@@ -102,6 +92,9 @@ class RunSettings:
     registry: str = "ssebench"
     tool_version: str = "1"
     model_env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # A patch made elsewhere, handed to the agent (the given-patch agent applies it):
+    # `ssebench grade --predictions`. Copied into the run directory as given.patch.
+    given_patch: bytes | None = field(default=None, repr=False)
 
     @property
     def model_label(self) -> str:
@@ -136,6 +129,11 @@ class RunSettings:
             "keep": self.keep,
             "platform": self.platform,
             **({"step_timeout": self.step_timeout} if self.step_timeout is not None else {}),
+            **(
+                {"given_patch_sha256": hashlib.sha256(self.given_patch).hexdigest()}
+                if self.given_patch is not None
+                else {}
+            ),
         }
 
 
@@ -431,6 +429,11 @@ class Runner:
             self.backend.copy_from_image(
                 task_image, IMAGE_REFERENCE_PATCH, patch, settings.platform, labels=run_labels
             )
+            artifacts = (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
+        elif settings.given_patch is not None:
+            # The same place as a reference patch: every backend ships that one file.
+            patch = run_dir.path / GIVEN_PATCH_COPY
+            patch.write_bytes(settings.given_patch)
             artifacts = (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
         env = {
             "SSE_MODEL_NAME": settings.model_label,

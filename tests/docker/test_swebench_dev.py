@@ -13,14 +13,18 @@ check (eight runs, two at once) serve every test of the module.
 from __future__ import annotations
 
 import json
+import re
+import signal
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli import ssebench
+from tests.cli import ssebench, start_ssebench
 from tests.docker.conftest import SESSION_PREFIX
+from tests.polling import wait_until
 from tests.swebench_dev import INSTANCES, unpack_repositories
 
 pytestmark = pytest.mark.docker
@@ -38,7 +42,8 @@ PYDICOM_SPECS = """specs:
 
 
 @pytest.fixture(scope="module")
-def check(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str]:
+def dev(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(a folder of this module's, the imported dataset in it)."""
     root = tmp_path_factory.mktemp("swebench-dev")
     repos = unpack_repositories(root / "repos")
     dataset = root / "dev"
@@ -49,6 +54,12 @@ def check(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], str
         "--repos", str(repos), "--python-images", "debian", "--specs", str(specs),
     )  # fmt: skip
     assert imported.returncode == 0, imported.stdout + imported.stderr
+    return root, dataset
+
+
+@pytest.fixture(scope="module")
+def check(dev: tuple[Path, Path]) -> tuple[dict[str, Any], str]:
+    root, dataset = dev
     report_path = root / "check.json"
     started = time.monotonic()
     checked = ssebench(
@@ -99,3 +110,179 @@ def test_the_spoiled_record_is_reported_as_its_defect(check: tuple[dict[str, Any
     assert [item["task"] for item in report["tasks"] if not item["sound"]] == [
         "pydicom-pydicom-1458"
     ]
+
+
+# -- ssebench grade --predictions (issue 47): the gold patches as a predictions file ----
+
+
+@dataclass(frozen=True)
+class Graded:
+    results: Path
+    first_pass: str  # what the interrupted grade said
+    graded_first: list[Path]  # the runs graded before the interruption
+    second_pass: str
+    report_path: Path
+    report: dict[str, Any]
+    official: dict[str, Any]
+
+
+def prediction(instance_id: str, model: str, patch: str) -> dict[str, str]:
+    return {"instance_id": instance_id, "model_name_or_path": model, "model_patch": patch}
+
+
+def write_predictions(path: Path, rows: list[dict[str, Any] | str]) -> Path:
+    path.write_text(
+        "".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows)
+    )
+    return path
+
+
+def graded_runs(results: Path) -> list[Path]:
+    """The given-patch runs under results with a grade (passed or failed, not stopped)."""
+    found = []
+    for summary_path in results.glob("*/*/given-patch/*/summary.json"):
+        if summary_path.parent.is_symlink():
+            continue  # `latest`
+        summary = json.loads(summary_path.read_text())
+        if summary["status"] in ("passed", "failed") and not summary.get("stopped"):
+            found.append(summary_path.parent)
+    return sorted(found)
+
+
+@pytest.fixture(scope="module")
+def graded(dev: tuple[Path, Path], check: tuple[dict[str, Any], str]) -> Graded:
+    """The gold patches graded, interrupted with SIGINT once a run is graded, then the
+    same command again to the end. After the check, so the images are built."""
+    root, dataset = dev
+    records = [json.loads(line) for line in INSTANCES.read_text().splitlines() if line.strip()]
+    predictions = write_predictions(
+        root / "gold.jsonl",
+        [
+            prediction(record["instance_id"], "org/gold", record["patch"])
+            for record in records
+        ],
+    )  # fmt: skip
+    results = root / "grade-results"
+    report, official = root / "grade.json", root / "official.json"
+    arguments = (
+        "grade", "--predictions", str(predictions), "--dataset", str(dataset),
+        "--results", str(results), "--jobs", "2", "--report", str(report),
+        "--official-report", str(official), "--run-id-prefix", f"{SESSION_PREFIX}-grade",
+    )  # fmt: skip
+    process = start_ssebench(*arguments)
+    try:
+        wait_until(lambda: graded_runs(results) != [], "a graded prediction", 900)
+        process.send_signal(signal.SIGINT)
+        first_pass, _ = process.communicate(timeout=900)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGINT, first_pass[-3000:]
+    graded_first = graded_runs(results)
+    second = ssebench(*arguments, timeout=1800)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    return Graded(
+        results,
+        first_pass,
+        graded_first,
+        second.stdout + second.stderr,
+        report,
+        json.loads(report.read_text()),
+        json.loads(official.read_text()),
+    )
+
+
+def test_graded_gold_patches_give_the_checks_verdicts(
+    graded: Graded, check: tuple[dict[str, Any], str]
+) -> None:
+    passed_in_check = {
+        item["task"]
+        for item in check[0]["tasks"]
+        if item["runs"]["reference"]["status"] == "passed"
+    }
+    by_task = {line["task"]: line for line in graded.report["predictions"]}
+    assert {task for task, line in by_task.items() if line["outcome"] == "resolved"} == (
+        passed_in_check
+    )
+    assert set(RESOLVED) <= passed_in_check
+    spoiled = by_task["pydicom-pydicom-1458"]
+    assert spoiled["outcome"] == "unresolved", spoiled
+    assert spoiled["reason"] == "failed: 44 PASS_TO_PASS", spoiled
+    official = graded.official
+    assert official["resolved_instances"] == len(passed_in_check) == 3
+    assert official["unresolved_ids"] == ["pydicom__pydicom-1458"]
+    assert official["error_ids"] == [] and official["empty_patch_ids"] == []
+    assert official["total_instances"] == official["submitted_instances"] == 4
+    # ssebench's own report, which `ssebench report` reads: the model is the run's model.
+    shown = ssebench("report", str(graded.report_path), "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    (entry,) = json.loads(shown.stdout)["entries"]
+    assert (entry["agent"], entry["model"]) == ("given-patch", "org/gold")
+    assert entry["resolved_rate"]["count"] == 3 and entry["resolved_rate"]["of"] == 4
+
+
+def test_an_interrupted_grading_grades_nothing_twice(graded: Graded) -> None:
+    assert graded.graded_first, graded.first_pass[-2000:]
+    runs = graded_runs(graded.results)
+    tasks = [run.parts[-4] for run in runs]
+    assert sorted(tasks) == sorted(set(tasks)), runs  # one grade per instance
+    assert len(tasks) == 4
+    assert set(graded.graded_first) <= set(runs)
+    assert f"{len(graded.graded_first)} graded already" in graded.second_pass
+    assert graded.report["counts"]["skipped"] == len(graded.graded_first)
+
+
+def test_empty_unappliable_malformed_and_unknown_predictions(
+    dev: tuple[Path, Path], graded: Graded
+) -> None:
+    root, dataset = dev
+    unappliable = "diff --git a/nothere.py b/nothere.py\n--- a/nothere.py\n+++ b/nothere.py\n"
+    unappliable += "@@ -1,2 +1,2 @@\n-a = 1\n+a = 2\n b = 3\n"
+    predictions = write_predictions(
+        root / "broken.jsonl",
+        [
+            prediction("pylint-dev__astroid-1268", "m", ""),
+            prediction("sqlfluff__sqlfluff-2386", "m", unappliable),
+            "{not json",
+            prediction("django__django-1", "m", "x"),
+        ],
+    )  # fmt: skip
+    official_path = root / "broken-official.json"
+    done = ssebench(
+        "grade", "--predictions", str(predictions), "--dataset", str(dataset),
+        "--results", str(root / "broken-results"), "--official-report", str(official_path),
+        "--run-id-prefix", f"{SESSION_PREFIX}-broken",
+        timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"--predictions {predictions} line 3: not JSON" in done.stderr
+    assert f"--predictions {predictions} line 4: django__django-1 is not in the dataset" in (
+        done.stderr
+    )
+    assert re.search(r"sqlfluff__sqlfluff-2386 +unresolved +the patch does not apply", done.stdout)
+    official = json.loads(official_path.read_text())
+    assert official == {
+        "total_instances": 4,
+        "submitted_instances": 2,
+        "completed_instances": 1,
+        "resolved_instances": 0,
+        "unresolved_instances": 1,
+        "empty_patch_instances": 1,
+        "error_instances": 0,
+        "completed_ids": ["sqlfluff__sqlfluff-2386"],
+        "incomplete_ids": ["pydicom__pydicom-1194", "pydicom__pydicom-1458"],
+        "empty_patch_ids": ["pylint-dev__astroid-1268"],
+        "submitted_ids": ["pylint-dev__astroid-1268", "sqlfluff__sqlfluff-2386"],
+        "resolved_ids": [],
+        "unresolved_ids": ["sqlfluff__sqlfluff-2386"],
+        "error_ids": [],
+        "schema_version": 2,
+    }
+    # Only the non-empty patch ran; the agent applied it as its own user, never root.
+    (summary,) = [
+        path
+        for path in (root / "broken-results").glob("*/m/given-patch/*/summary.json")
+        if not path.parent.is_symlink()  # `latest`
+    ]
+    assert summary.parent.parts[-4] == "sqlfluff-sqlfluff-2386"
+    entrypoint_log = (summary.parent / "entrypoint.log").read_text()
+    assert "starting the agent as model:" in entrypoint_log

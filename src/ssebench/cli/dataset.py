@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ssebench.cli import run as run_cli
+from ssebench.cli.options import add_batch_options, batch_run_options
 from ssebench.errors import UserError
 from ssebench.tasks.dataset import (
     MANIFEST_FILE,
@@ -120,20 +120,12 @@ def register_check(actions: Any) -> None:
     )
     parser.add_argument("dir", metavar="DIR")
     parser.add_argument("--tasks", nargs="+", metavar="TASK", help="task IDs (default: all)")
-    parser.add_argument("--jobs", type=int, metavar="N", help="runs at once (default: cores)")
-    run_cli.add_backend_options(parser)
-    parser.add_argument(
-        "--results", default="results", metavar="DIR", help="where run directories go (./results)"
+    add_batch_options(
+        parser,
+        report_default="check-<time>.json",
+        timeout=1800,
+        timeout_help="seconds each run's agent may take (1800)",
     )
-    parser.add_argument(
-        "--report", metavar="FILE", help="the JSON report (default <results>/check-<time>.json)"
-    )
-    parser.add_argument(
-        "--timeout", type=int, default=1800, help="seconds each run's agent may take (1800)"
-    )
-    run_cli.add_step_timeout(parser)
-    parser.add_argument("--platform", help="linux/<arch> of the images and containers")
-    parser.add_argument("--run-id-prefix", metavar="PREFIX", help="run IDs are PREFIX-<hex>")
     parser.set_defaults(handler=check_command)
 
 
@@ -220,7 +212,6 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
 def check_command(arguments: argparse.Namespace) -> int:
     from ssebench.backends import load_backend, selected_backend_name
     from ssebench.cli.eval import (
-        RUN_OPTIONS,
         RunIds,
         base_settings,
         output_into,
@@ -240,20 +231,7 @@ def check_command(arguments: argparse.Namespace) -> int:
     if jobs < 1:
         raise UserError("--jobs must be at least 1")
     limits = Limits.for_jobs(jobs)
-    options = argparse.Namespace(
-        **{name: None for name in RUN_OPTIONS},
-        agent="reference",
-    )
-    options.local = str(dataset.path)
-    options.agents_dir = []
-    options.backend = arguments.backend
-    options.prebuilt = arguments.prebuilt
-    options.timeout = arguments.timeout
-    options.step_timeout = arguments.step_timeout
-    options.difficulty = 2
-    options.mode = "sandbox"
-    options.platform = arguments.platform
-    options.results = arguments.results
+    options = batch_run_options(arguments, dataset.path)
     run_ids = RunIds(arguments.run_id_prefix)
     results_root = Path(arguments.results).resolve()
     make_results_root(results_root)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.cli import run as run_cli
 from ssebench.cli.eval_display import Progress, clock, money
+from ssebench.cli.options import RUN_OPTIONS
 from ssebench.cli.output import print_table
 from ssebench.errors import UserError
 from ssebench.evaluation import (
@@ -42,28 +43,12 @@ from ssebench.gone_reader import dropping_stream
 from ssebench.reports.tables import percent
 from ssebench.results import check_run_id, make_results_root, new_run_id, write_json
 from ssebench.runner import RunSettings
-from ssebench.tasks import Task
+from ssebench.tasks import Dataset, Task
 from ssebench.tasks.sources import resolve_dataset
 
 if TYPE_CHECKING:
     from ssebench.proxy import ModelAccessPlan
 
-# The options of `ssebench run` that eval passes on to every run as they are.
-RUN_OPTIONS = (
-    "agents_dir",
-    "budget",
-    "local",
-    "catalog",
-    "backend",
-    "prebuilt",
-    "timeout",
-    "step_timeout",
-    "difficulty",
-    "egress",
-    "platform",
-    "mode",
-    "results",
-)
 REFRESH_SECONDS = 0.5
 PARTIAL_REPORT_SECONDS = 2.0
 
@@ -201,7 +186,27 @@ def base_settings(
         setattr(namespace, name, getattr(arguments, name))
     namespace.model = entry.model
     backend_name = selected_backend_name(arguments.backend)
-    return run_cli._settings(namespace, backend_name, builds)
+    return run_cli.settings_from_arguments(namespace, backend_name, builds)
+
+
+def report_about(
+    command: str,
+    dataset: Dataset,
+    *,
+    backend: str,
+    results: Path,
+    log: Path,
+    rerun: bool,
+) -> dict[str, Any]:
+    """What an evaluation report says of its command (schema 2's top-level fields)."""
+    return {
+        "command": command,
+        "dataset": {"name": dataset.name, "version": dataset.version, "path": str(dataset.path)},
+        "backend": backend,
+        "results": str(results),
+        "log": str(log),
+        "rerun": rerun,
+    }
 
 
 def read_matrix(path: Path) -> list[MatrixEntry]:
@@ -388,18 +393,14 @@ def eval_command(arguments: argparse.Namespace) -> int:
         terminal_err.flush()
         progress = Progress(evaluation, terminal_err, live=terminal_err.isatty())
         evaluation.listener = progress.event
-        about = {
-            "command": "eval",
-            "dataset": {
-                "name": dataset.name,
-                "version": dataset.version,
-                "path": str(dataset.path),
-            },
-            "backend": backend_name,
-            "results": str(results_root),
-            "log": str(log_path),
-            "rerun": arguments.rerun,
-        }
+        about = report_about(
+            "eval",
+            dataset,
+            backend=backend_name,
+            results=results_root,
+            log=log_path,
+            rerun=arguments.rerun,
+        )
         report_path.parent.mkdir(parents=True, exist_ok=True)
         partial = PartialReports(evaluation, report_path, about)
         try:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("run", "run", "run one agent on one task and grade it"),
     ("eval", "eval", "run agents and models on every task of a dataset"),
+    ("grade", "grade", "grade a SWE-bench predictions file over an imported dataset"),
     ("report", "report", "show an evaluation report, or compare two"),
     ("runs", "runs", "list, watch, stop and reach runs"),
     ("tasks", "tasks", "the tasks of a dataset"),

@@ -166,7 +166,11 @@ def _refuse_tool_layer_options(arguments: argparse.Namespace, prebuilt: bool) ->
     )
 
 
-def _settings(arguments: argparse.Namespace, backend_name: str, builds: bool) -> RunSettings:
+def settings_from_arguments(
+    arguments: argparse.Namespace, backend_name: str, builds: bool
+) -> RunSettings:
+    """The run settings of `ssebench run`'s options (eval and the batch commands make
+    theirs with it too). UserError for an option that cannot be."""
     prebuilt = arguments.prebuilt or os.environ.get(PREBUILT_VARIABLE, "") in ("1", "true")
     if prebuilt and arguments.build:
         raise UserError("--prebuilt excludes --build: prebuilt images are used as published")
@@ -231,7 +235,7 @@ def add_step_timeout(parser: argparse.ArgumentParser) -> None:
 def run_command(arguments: argparse.Namespace) -> int:
     backend_name = selected_backend_name(arguments.backend)
     backend = load_backend(backend_name)
-    settings = _settings(arguments, backend_name, backend.builds_images)
+    settings = settings_from_arguments(arguments, backend_name, backend.builds_images)
     make_results_root(settings.results_root)
     # A reference run applies the task's patch: it makes no key and starts no proxy.
     plan: ModelAccessPlan | None = None

@@ -472,3 +472,16 @@ def with_inputs(layers: Sequence[Layer]) -> list[Layer]:
             ordered.setdefault(item.image, item)
         ordered.setdefault(layer.image, layer)
     return list(ordered.values())
+
+
+def image_request(task: Task, agent: Agent) -> ImageRequest:
+    """The images of agent on task, with every other choice at its default
+    (dataclasses.replace changes them)."""
+    return ImageRequest(
+        task_id=task.id,
+        dataset=task.dataset,
+        agent=agent.name,
+        agent_version=agent.version,
+        task_dir=task.path,
+        agent_dir=agent.path,
+    )

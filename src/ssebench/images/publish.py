@@ -21,7 +21,7 @@ from typing import Literal
 from ssebench.agents import Agent
 from ssebench.errors import UserError
 from ssebench.extensions import ImageRequest, Images, Mode, prebuilt_images
-from ssebench.runner import image_request
+from ssebench.images.layers import image_request
 from ssebench.tasks.model import Task
 
 Target = Literal["push", "local", "docker", "kind"]

@@ -161,6 +161,11 @@ def upgrade(report: Mapping[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
+# The commands whose reports are evaluation reports (schema 2): eval, and grade, whose
+# runs are an evaluation of the given-patch agent with the predictions' model.
+REPORT_COMMANDS = ("eval", "grade")
+
+
 def load_report(path: Path) -> dict[str, Any]:
     """A report file of either schema, as schema 2; UserError when it is not one."""
     try:
@@ -169,8 +174,8 @@ def load_report(path: Path) -> dict[str, Any]:
         raise UserError(f"No report at {path}: name the JSON file `ssebench eval` wrote") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UserError(f"{path} is not a readable JSON report: {error}") from None
-    if not isinstance(data, Mapping) or data.get("command") != "eval":
-        raise UserError(f"{path} is not a report of `ssebench eval`")
+    if not isinstance(data, Mapping) or data.get("command") not in REPORT_COMMANDS:
+        raise UserError(f"{path} is not a report of `ssebench eval` or `ssebench grade`")
     try:
         return upgrade(data)
     except UserError as error:

@@ -110,7 +110,7 @@ def pilot_request(kind: ImageKind, task_dir: Path, mode: Mode = "sandbox") -> Im
     agent for "pass", the sleeper for "sleep". A backend that runs prebuilt images only
     asks for dataclasses.replace(pilot_request(...), prebuilt=True)."""
     from ssebench.agents import load_agent
-    from ssebench.runner import image_request
+    from ssebench.images.layers import image_request
     from ssebench.tasks import load_dataset
 
     task = load_dataset(task_dir.parent).task(task_dir.name)

@@ -1,7 +1,8 @@
 """The evaluation view: the reports `ssebench eval` wrote in the results folder, one
 report as a matrix of tasks x (agent, model), and two reports side by side.
 
-A report is <results>/eval-<time>.json (docs/evaluation.md). `ssebench eval` rewrites
+A report is <results>/eval-<time>.json (docs/evaluation.md), or grade-<time>.json of
+`ssebench grade` (the same schema). `ssebench eval` rewrites
 it while it runs (in_progress true), so a page that polls follows the evaluation.
 
 The statistics are those of `ssebench report` (reports.summary.upgrade recomputes them
@@ -26,10 +27,10 @@ from typing import Any
 from ssebench import run_files
 from ssebench.errors import UserError
 from ssebench.reports.comparison import compare, compare_entries
-from ssebench.reports.summary import upgrade
+from ssebench.reports.summary import REPORT_COMMANDS, upgrade
 from ssebench.results import check_run_id
 
-REPORT_NAME = re.compile(r"^eval-[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.json$")
+REPORT_NAME = re.compile(r"^(eval|grade)-[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.json$")
 REPORT_BYTES = 32 * 1024 * 1024
 MAX_REPORTS = 500
 TEXT_LIMIT = 300
@@ -110,7 +111,7 @@ class Evaluations:
     def load(self, name: str) -> tuple[dict[str, Any], float]:
         """(the report as schema 2 with its statistics, when its file last changed)."""
         if not REPORT_NAME.match(name):
-            raise UserError("A report name is eval-<letters, digits, . _ ->.json")
+            raise UserError("A report name is eval- or grade-<letters, digits, . _ ->.json")
         root = Path(os.path.realpath(self.results))
         try:
             details = os.stat(root / name, follow_symlinks=False)
@@ -132,8 +133,8 @@ class Evaluations:
         except (ValueError, RecursionError):
             # Written atomically when finished; a half-written file is not expected.
             raise UserError(f"The report {name!r} is not JSON") from None
-        if not isinstance(data, Mapping) or data.get("command") != "eval":
-            raise UserError(f"{name!r} is not a report of `ssebench eval`")
+        if not isinstance(data, Mapping) or data.get("command") not in REPORT_COMMANDS:
+            raise UserError(f"{name!r} is not a report of `ssebench eval` or `ssebench grade`")
         try:
             report = upgrade(data)
         except (UserError, TypeError, ValueError, KeyError) as error:
