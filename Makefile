@@ -17,6 +17,7 @@ lint: dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 # --durations: what the costliest tests take, to keep a cold CI within its budget.
 test: lint

@@ -16,13 +16,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from ssebench import labels as _labels  # the strings (see there why)
 from ssebench.errors import BackendError, ImageUnavailableError, ResultsGoneError, UserError
-
-if TYPE_CHECKING:  # image_layers is built on this module
-    from ssebench.image_layers import ImageBuilder
 
 __all__ = [
     "AGENT_LABEL",
@@ -50,7 +47,12 @@ __all__ = [
     "WEBUI_LABEL",
     "Backend",
     "BackendError",
+    "BuildContext",
+    "ContextSource",
     "Egress",
+    "ImageBuilder",
+    "ImageLabels",
+    "ImageLayer",
     "ImageRequest",
     "ImageUnavailableError",
     "Images",
@@ -538,6 +540,59 @@ def container_endpoint(
     )
 
 
+class ContextSource(Protocol):
+    """What an ImageLayer is made from (a layer of ssebench.image_layers' plan)."""
+
+    def write_context(self, folder: Path) -> None: ...
+
+
+@dataclass(frozen=True)
+class ImageLayer:
+    """One image build (ssebench.image_layers plans them).
+
+    kind: case, tool, agent, agent-runtime (a sidecar agent's base) or agent-install
+    (an image the agent layer copies files from). image: the name:tag to build.
+    labels: to put on the image (they hold the cache key). platform: linux/<arch> or
+    None for the builder's own.
+    """
+
+    kind: str
+    image: str
+    dockerfile: Path
+    build_args: Mapping[str, str]
+    labels: Mapping[str, str]
+    cache_key: str
+    platform: str | None
+    layer: ContextSource = field(repr=False, compare=False)
+
+    def write_context(self, folder: Path) -> None:
+        """Lay the build context out in folder, which must be empty."""
+        self.layer.write_context(folder)
+
+
+# Build one layer from its context folder; an image's labels (None: no such image).
+BuildContext = Callable[[ImageLayer, Path], None]
+ImageLabels = Callable[[str], Mapping[str, str] | None]
+
+
+@dataclass(frozen=True)
+class ImageBuilder:
+    """What a backend that builds images lends to `ssebench images publish` and
+    `ssebench build-case` (Backend.image_builder()).
+
+    build, image_labels: as for ssebench.image_layers.build_images. tag(image, name):
+    give the image in the backend's store a second name. push(name): push the image so
+    named to its registry. store: the image store's name in messages ("Docker",
+    "Podman"). Each raises UserError on failure.
+    """
+
+    build: BuildContext
+    image_labels: ImageLabels
+    tag: Callable[[str, str], None]
+    push: Callable[[str], None]
+    store: str
+
+
 class Backend(abc.ABC):
     """Carries out runs on a container platform.
 
@@ -637,8 +692,9 @@ class Backend(abc.ABC):
 
     def image_builder(self) -> ImageBuilder | None:
         """For a backend with builds_images: its own callables for the image layers
-        (ssebench.image_layers.ImageBuilder: build a context, read an image's labels,
-        tag and push), which `ssebench images publish` and `ssebench build-case` use.
+        (ImageBuilder, also importable from ssebench.image_layers: build a context, read
+        an image's labels, tag and push), which `ssebench images publish` and `ssebench
+        build-case` use.
         The default: None (those commands refuse the backend).
         """
         return None

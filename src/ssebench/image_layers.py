@@ -28,11 +28,17 @@ with it, `ssebench images publish` and `ssebench build-case` work on that backen
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from ssebench.extensions import ImageRequest, Images
+from ssebench.extensions import (
+    BuildContext,
+    ImageBuilder,
+    ImageLabels,
+    ImageLayer,
+    ImageRequest,
+    Images,
+)
 from ssebench.images import layers as layer_definitions
 from ssebench.images.builds import BuildOutput, build_missing, labels_from_json, run_build
 from ssebench.scratch import scratch_folder
@@ -56,63 +62,19 @@ __all__ = [
 # The label that carries an image's cache key.
 CACHE_KEY_LABEL = layer_definitions.DIGEST_LABEL
 
-BuildContext = Callable[["ImageLayer", Path], None]
-ImageLabels = Callable[[str], Mapping[str, str] | None]
 
-
-@dataclass(frozen=True)
-class ImageBuilder:
-    """What a backend that builds images lends to `ssebench images publish` and
-    `ssebench build-case` (Backend.image_builder()).
-
-    build, image_labels: as for build_images. tag(image, name): give the image in the
-    backend's store a second name. push(name): push the image so named to its
-    registry. store: the image store's name in messages ("Docker", "Podman"). Each
-    raises UserError on failure.
-    """
-
-    build: BuildContext
-    image_labels: ImageLabels
-    tag: Callable[[str, str], None]
-    push: Callable[[str], None]
-    store: str
-
-
-@dataclass(frozen=True)
-class ImageLayer:
-    """One image build.
-
-    kind: case, tool, agent, agent-runtime (a sidecar agent's base) or agent-install
-    (an image the agent layer copies files from). image: the name:tag to build.
-    labels: to put on the image (they hold the cache key). platform: linux/<arch> or
-    None for the builder's own.
-    """
-
-    kind: str
-    image: str
-    dockerfile: Path
-    build_args: Mapping[str, str]
-    labels: Mapping[str, str]
-    cache_key: str
-    platform: str | None
-    layer: layer_definitions.Layer = field(repr=False, compare=False)
-
-    @classmethod
-    def of(cls, layer: layer_definitions.Layer) -> ImageLayer:
-        return cls(
-            kind=layer.kind,
-            image=layer.image,
-            dockerfile=layer.dockerfile,
-            build_args=dict(layer.build_args),
-            labels={CACHE_KEY_LABEL: layer.digest},
-            cache_key=layer.digest,
-            platform=layer.platform,
-            layer=layer,
-        )
-
-    def write_context(self, folder: Path) -> None:
-        """Lay the build context out in folder, which must be empty."""
-        self.layer.write_context(folder)
+def _image_layer(layer: layer_definitions.Layer) -> ImageLayer:
+    """The public view of one of the plan's layers."""
+    return ImageLayer(
+        kind=layer.kind,
+        image=layer.image,
+        dockerfile=layer.dockerfile,
+        build_args=dict(layer.build_args),
+        labels={CACHE_KEY_LABEL: layer.digest},
+        cache_key=layer.digest,
+        platform=layer.platform,
+        layer=layer,
+    )
 
 
 @dataclass(frozen=True)
@@ -136,7 +98,7 @@ class LayerPlan:
 
 
 def _stack(layers: Sequence[layer_definitions.Layer]) -> tuple[ImageLayer, ...]:
-    return tuple(ImageLayer.of(layer) for layer in layer_definitions.with_inputs(layers))
+    return tuple(_image_layer(layer) for layer in layer_definitions.with_inputs(layers))
 
 
 def layers_of(request: ImageRequest) -> LayerPlan:

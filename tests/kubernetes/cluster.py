@@ -219,9 +219,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "SSEBENCH_K8S_IMAGE_PULL_POLICY": "Never",
             }
         )
-        from ssebench.backends.kubernetes import backend
+        from ssebench.backends.kubernetes import client
 
-        backend._api.cache_clear()  # the admin's client must not serve the tests
+        client.api.cache_clear()  # the admin's client must not serve the tests
         try:
             yield Cluster(admin_kubeconfig, kubeconfig, NAMESPACE, images)
         finally:
@@ -230,7 +230,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
-            backend._api.cache_clear()
+            client.api.cache_clear()
         left = setup.objects_of("app.kubernetes.io/managed-by=ssebench")
         # A run's pod, Secret and policy go after its Job, in the background (the runner
         # does not wait on it), and a pod takes its grace period and the kubelet's time.

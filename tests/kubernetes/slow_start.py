@@ -20,10 +20,10 @@ from typing import Any
 
 def main() -> int:
     markers, after, seconds, *arguments = sys.argv[1:]
-    from ssebench.backends.kubernetes import backend
+    from ssebench.backends.kubernetes import client
     from ssebench.cli.main import main as ssebench
 
-    original = backend._call
+    original = client.call
 
     def slowed(what: str, *args: Any, **kwargs: Any) -> Any:
         result = original(what, *args, **kwargs)
@@ -32,7 +32,7 @@ def main() -> int:
             time.sleep(float(seconds))
         return result
 
-    backend._call = slowed  # type: ignore[assignment]
+    client.call = slowed  # type: ignore[assignment]
     return ssebench(arguments)
 
 

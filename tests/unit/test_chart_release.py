@@ -9,7 +9,7 @@ import yaml
 
 from ssebench import __version__
 from ssebench.errors import UserError
-from ssebench.images.chart_release import (
+from ssebench.release.chart import (
     RELEASE_REGISTRY_VARIABLE,
     chart_folder,
     release_registry,

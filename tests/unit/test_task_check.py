@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.errors import UserError
-from ssebench.tasks.check import SCRIPT, Step, TaskCheck, check_argv, parse_steps
+from ssebench.images.case_checks import SCRIPT, Step, TaskCheck, check_argv, parse_steps
 from ssebench.tasks.model import load_task
 from tests.conftest import TINY_DATASET
 

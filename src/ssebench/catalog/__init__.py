@@ -5,7 +5,7 @@ A catalog holds the tasks' metadata, not their files, so a run from a catalog us
 prebuilt images (--prebuilt), which carry the task's files (docs/helm.md, "Catalog").
 """
 
-from ssebench.catalog.client import load_catalog
 from ssebench.catalog.server import CatalogServer, make_server
+from ssebench.tasks.catalog import load_catalog
 
 __all__ = ["CatalogServer", "load_catalog", "make_server"]

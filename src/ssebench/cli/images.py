@@ -132,6 +132,19 @@ def register(commands: Any) -> None:
     chart.add_argument("--json", action="store_true")
     chart.set_defaults(handler=publish_chart_command)
 
+    pull = actions.add_parser(
+        "pull",
+        help="pull the images a dataset's environments start from, ahead of an evaluation",
+        description="Pull the images that the tasks' environment/Dockerfile start FROM (an "
+        "imported SWE-bench dataset's official prebuilt images, say) that this machine "
+        "lacks, one after the other, each tried again with back-off while the registry "
+        "refuses it for its rate limit. Exit 1 when one could not be pulled.",
+    )
+    add_dataset_options(pull)
+    pull.add_argument("--tasks", nargs="+", metavar="TASK", help="task IDs (default: all)")
+    pull.add_argument("--platform", help="linux/<arch>")
+    pull.set_defaults(handler=pull_command)
+
 
 def publish_command(arguments: argparse.Namespace) -> int:
     from ssebench import image_layers
@@ -192,7 +205,7 @@ def publish_command(arguments: argparse.Namespace) -> int:
 
 
 def build_services_command(arguments: argparse.Namespace) -> int:
-    from ssebench.images.services import SERVICES, build_service
+    from ssebench.release.services import SERVICES, build_service
 
     built = [
         build_service(
@@ -214,7 +227,7 @@ def build_services_command(arguments: argparse.Namespace) -> int:
 def publish_chart_command(arguments: argparse.Namespace) -> int:
     import os
 
-    from ssebench.images.chart_release import publish_chart, release_registry
+    from ssebench.release.chart import publish_chart, release_registry
 
     registry = release_registry(arguments.registry, dict(os.environ))
     release = publish_chart(
@@ -231,3 +244,42 @@ def publish_chart_command(arguments: argparse.Namespace) -> int:
         for name in release.images:
             print(name)
     return 0
+
+
+def pull_command(arguments: argparse.Namespace) -> int:
+    from ssebench.images.builds import (
+        BuildOutput,
+        base_images,
+        image_exists,
+        pull_with_back_off,
+    )
+    from ssebench.tasks.sources import resolve_dataset
+
+    if arguments.catalog:
+        raise UserError("images pull reads the tasks' files: pass --local DIR, not --catalog")
+    dataset = resolve_dataset(arguments.local, None)
+    wanted = set(arguments.tasks or ())
+    unknown = sorted(wanted - {task.id for task in dataset.tasks})
+    if unknown:
+        raise UserError(f"No task {unknown[0]!r} in the dataset {dataset.path}")
+    images: list[str] = []
+    for task in dataset.tasks:
+        folder = task.environment_dir
+        if (wanted and task.id not in wanted) or folder is None:
+            continue
+        dockerfile = (folder / "Dockerfile").read_text(encoding="utf-8", errors="replace")
+        images.extend(base_images(dockerfile))
+    images = list(dict.fromkeys(images))
+    output = BuildOutput()
+    failed = []
+    for number, image in enumerate(images, start=1):
+        if image_exists(image):
+            output.say(f"[{number}/{len(images)}] {image}: on this machine already")
+            continue
+        output.say(f"[{number}/{len(images)}] pulling {image}")
+        reason = pull_with_back_off(image, platform=arguments.platform, output=output)
+        if reason is not None:
+            failed.append(image)
+            output.say(f"[{number}/{len(images)}] {image}: not pulled: {reason}")
+    print(f"{len(images) - len(failed)} of {len(images)} images on this machine")
+    return 1 if failed else 0

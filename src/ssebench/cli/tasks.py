@@ -88,7 +88,7 @@ def _local_tasks(arguments: argparse.Namespace, command: str) -> list[Task]:
 
 def check_command(arguments: argparse.Namespace) -> int:
     from ssebench.images.builds import BuildOutput
-    from ssebench.tasks.check import check_task
+    from ssebench.images.case_checks import check_task
 
     checks = []
     for task in _local_tasks(arguments, "tasks check"):

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, TypeVar
+from typing import TextIO, TypeVar
 
 from ssebench.docker_cli import (
     DOCKER,
@@ -34,7 +34,7 @@ from ssebench.docker_cli import (
     run_docker,
 )
 from ssebench.errors import ImageUnavailableError, UserError
-from ssebench.extensions import ImageRequest, Images, prebuilt_images
+from ssebench.extensions import ImageBuilder, ImageLayer, ImageRequest, Images, prebuilt_images
 from ssebench.images.layers import (
     BUILD_CA_VARIABLE,
     DIGEST_LABEL,
@@ -46,9 +46,6 @@ from ssebench.images.layers import (
 )
 from ssebench.scratch import scratch_folder
 from ssebench.tasks.model import Task
-
-if TYPE_CHECKING:  # the public view of a Layer (image_layers is built on this module)
-    from ssebench.image_layers import ImageBuilder, ImageLayer
 
 __all__ = [
     "BuildOutput",
@@ -123,12 +120,55 @@ class BuildOutput:
         self.stream.flush()
 
 
+def base_images(dockerfile: str) -> list[str]:
+    """The images a Dockerfile's stages start FROM, without the names of its own
+    stages and `scratch` (a FROM with a build argument is left to the build)."""
+    stages: set[str] = set()
+    images = []
+    for line in dockerfile.splitlines():
+        words = line.split()
+        if len(words) < 2 or words[0].upper() != "FROM":
+            continue
+        names = [word for word in words[1:] if not word.startswith("--")]
+        if not names:
+            continue
+        image = names[0]
+        if image not in stages and image != "scratch" and "$" not in image:
+            images.append(image)
+        if len(names) >= 3 and names[1].upper() == "AS":
+            stages.add(names[2])
+    return list(dict.fromkeys(images))
+
+
+def pull_missing_bases(layer: Layer, output: BuildOutput) -> None:
+    """Pull the images an environment layer starts FROM that this machine lacks (an
+    official prebuilt image, say), with back-off while the registry rate-limits: a build
+    would pull them once, without. A pull refused for another reason is left to the
+    build, which says why in its log. ImageUnavailableError when the rate limit
+    outlasts the tries."""
+    if layer.kind != "environment":
+        return
+    for image in base_images(layer.dockerfile.read_text(encoding="utf-8", errors="replace")):
+        if image_exists(image):
+            continue
+        output.say(f"pulling {image}, the {layer.kind} layer's base")
+        reason = pull_with_back_off(image, platform=layer.platform, output=output)
+        if reason is not None and rate_limited(reason):
+            raise ImageUnavailableError(
+                f"The image {image} is not available: its registry still refuses the pull "
+                f"for its rate limit after {PULL_ATTEMPTS} tries ({reason}). Pull the "
+                "dataset's images ahead (ssebench images pull), or log in (docker login).",
+                image=image,
+            )
+
+
 def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
     """Build layer now (the docker layer cache still applies), in a scratch context.
 
     Raises ImageUnavailableError, a UserError, naming the layer and the last lines of
     its build log when the build fails.
     """
+    pull_missing_bases(layer, output or BuildOutput())
     with scratch_folder(layer.kind) as context:
         layer.write_context(context)
         build_context(layer, context, output)
@@ -148,8 +188,6 @@ def docker_or_fail(argv: Sequence[str]) -> None:
 
 def docker_image_builder(output: BuildOutput | None = None) -> ImageBuilder:
     """The Docker backend's ImageBuilder (Backend.image_builder)."""
-    from ssebench.image_layers import ImageBuilder
-
     return ImageBuilder(
         build=docker_builder(output),
         image_labels=docker_image_labels,
@@ -361,6 +399,48 @@ def build_case_images(
 # --- prebuilt -----------------------------------------------------------------------
 
 
+# What a registry's refusal for its rate limit looks like in `docker pull`'s output.
+RATE_LIMITED = ("toomanyrequests", "429 too many requests")
+# A pull refused for a registry's rate limit is tried this often in all, after pauses
+# of PULL_FIRST_DELAY seconds, doubling.
+PULL_ATTEMPTS = 4
+PULL_FIRST_DELAY = 5.0
+
+
+def rate_limited(reason: str) -> bool:
+    return any(marker in reason.lower() for marker in RATE_LIMITED)
+
+
+def pull_with_back_off(
+    image: str,
+    *,
+    platform: str | None,
+    output: BuildOutput,
+    attempts: int = PULL_ATTEMPTS,
+    first_delay: float = PULL_FIRST_DELAY,
+) -> str | None:
+    """`docker pull image`, tried again after a pause while the registry refuses it for
+    its rate limit (429); None once pulled, else the last failure's reason."""
+    argv = ["pull", "--quiet", *(["--platform", platform] if platform else []), image]
+    delay = first_delay
+    for attempt in range(1, attempts + 1):
+        started = time.monotonic()
+        completed = run_docker(argv)
+        if completed.returncode == 0:
+            output.say(f"pulled {image} in {time.monotonic() - started:.0f}s")
+            return None
+        reason = failure_reason(completed)
+        if not rate_limited(reason) or attempt == attempts:
+            return reason
+        output.say(
+            f"{image}: the registry refused the pull for its rate limit (429); "
+            f"trying again in {delay:.0f}s ({attempt} of {attempts} tries made)"
+        )
+        time.sleep(delay)
+        delay *= 2
+    return None  # not reached: the last attempt returns
+
+
 def pull_image(image: str, *, platform: str | None, output: BuildOutput | None = None) -> None:
     """Pull image; if that fails but a copy is on this machine, warn and use it.
 
@@ -368,13 +448,9 @@ def pull_image(image: str, *, platform: str | None, output: BuildOutput | None =
     """
     output = output or BuildOutput()
     output.say(f"pulling {image}")
-    argv = ["pull", "--quiet"]
-    if platform:
-        argv += ["--platform", platform]
-    completed = run_docker([*argv, image])
-    if completed.returncode == 0:
+    reason = pull_with_back_off(image, platform=platform, output=output)
+    if reason is None:
         return
-    reason = failure_reason(completed)
     if image_exists(image):
         output.stream.write(
             f"ssebench: warning: cannot pull {image} ({reason}); "

@@ -19,7 +19,7 @@ def resolve_dataset(local: str | None, catalog: str | None) -> Dataset:
     dataset in the current directory. Raises UserError/TaskError with what to pass."""
     if catalog:
         # Here: the client's urllib costs every command's start (test_cli_startup.py).
-        from ssebench.catalog.client import load_catalog
+        from ssebench.tasks.catalog import load_catalog
 
         return load_catalog(catalog)
     if local:

@@ -59,7 +59,7 @@ class Launcher:
     def dataset(self) -> Dataset:
         """The launcher's tasks. Raises UserError/TaskError when the source is unusable."""
         if self.settings.catalog:
-            from ssebench.catalog.client import load_catalog
+            from ssebench.tasks.catalog import load_catalog
 
             return load_catalog(self.settings.catalog)
         return resolve_dataset(self.settings.dataset, None)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ssebench.backends.kubernetes import backend, image_check, manifests
+from ssebench.backends.kubernetes import backend, client, image_check, manifests
 from ssebench.backends.kubernetes.backend import KubernetesBackend, wrap_command
 from ssebench.backends.kubernetes.config import KubernetesSettings
 from ssebench.backends.kubernetes.image_check import ImageCheck
@@ -94,21 +94,19 @@ def test_api_errors_are_one_line_and_redacted() -> None:
         reason = "Unprocessable Entity"
         body = json.dumps({"message": "data[x]: Invalid value: sk-secret-value"})
 
-    message = backend._redact(
-        f"Cannot create: {backend._reason(FakeApiError())}", ["sk-secret-value"]
-    )
+    message = client.redact(f"Cannot create: {client.reason(FakeApiError())}", ["sk-secret-value"])
     assert message == "Cannot create: 422 Unprocessable Entity: data[x]: Invalid value: ***"
 
 
 def test_a_missing_client_is_one_line_saying_what_to_install() -> None:
     code = (
         "import sys; sys.modules['kubernetes'] = None\n"
-        "from ssebench.backends.kubernetes.backend import _api\n"
-        "try:\n    _api()\nexcept Exception as error:\n    print(type(error).__name__, error)\n"
+        "from ssebench.backends.kubernetes.client import api\n"
+        "try:\n    api()\nexcept Exception as error:\n    print(type(error).__name__, error)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.stdout.strip() == f"UserError {backend.CLIENT_MISSING}"
-    assert "pip install 'ssebench[kubernetes]'" in backend.CLIENT_MISSING
+    assert done.stdout.strip() == f"UserError {client.CLIENT_MISSING}"
+    assert "pip install 'ssebench[kubernetes]'" in client.CLIENT_MISSING
 
 
 def test_the_package_does_not_import_the_client() -> None:
@@ -152,7 +150,7 @@ class RecordingApi:
 
 def install_api(monkeypatch: pytest.MonkeyPatch, api: Any) -> None:
     """api as the backend's client: core, batch and networking at once; no exec."""
-    fake = backend._Api(
+    fake = client.Api(
         core=api,
         batch=api,
         networking=api,
@@ -160,7 +158,7 @@ def install_api(monkeypatch: pytest.MonkeyPatch, api: Any) -> None:
         api_exception=LookupError,
         private_core=lambda: api,
     )
-    monkeypatch.setattr(backend, "_api", lambda: fake)
+    monkeypatch.setattr(client, "api", lambda: fake)
 
 
 def fake_api(monkeypatch: pytest.MonkeyPatch, api: RecordingApi) -> None:

@@ -73,7 +73,7 @@ def test_a_probe_reads_a_bounded_log_and_decodes_what_it_cannot(
 ) -> None:
     """The probe's image is the user's (--probe-image): its pods' logs are read up to
     PROBE_LOG_BYTES, and bytes that are not UTF-8 do not end the probe."""
-    from ssebench.backends.kubernetes import backend
+    from ssebench.backends.kubernetes import client
 
     asked: list[int | None] = []
 
@@ -81,7 +81,7 @@ def test_a_probe_reads_a_bounded_log_and_decodes_what_it_cannot(
         asked.append(limit_bytes)
         return b"\xff\xfe noise\nprobe: blocked blocked blocked\n"
 
-    monkeypatch.setattr(backend, "read_log", read_log)
+    monkeypatch.setattr(client, "read_log", read_log)
     probe = object.__new__(policy_check._Probe)  # no cluster: only its log reading
     probe.namespace = "runs"
     answer = probe._log("ssebench-probe-ab12-client", "client")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import functools
 import json
 import os
 import secrets
@@ -31,6 +30,7 @@ from typing import Any
 from ssebench import safe_tar
 from ssebench.agents import REFERENCE as REFERENCE_AGENT
 from ssebench.backends.kubernetes import (
+    client,
     execstream,
     image_check,
     manifests,
@@ -38,6 +38,11 @@ from ssebench.backends.kubernetes import (
     portforward,
 )
 from ssebench.backends.kubernetes.config import KubernetesSettings, is_label_key, is_label_value
+from ssebench.backends.kubernetes.pods import (
+    PULL_ERRORS,
+    container_status,
+    task_state,
+)
 from ssebench.errors import BackendError, ImageUnavailableError, ResultsGoneError, UserError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
@@ -51,19 +56,13 @@ from ssebench.extensions import (
     RunHandle,
     RunInfo,
     RunSpec,
-    RunState,
     prebuilt_images,
 )
 from ssebench.gone_reader import write_or_drop
 from ssebench.labels import DEADLINE, KEEP, RESULTS, RUN_ID, RUNNER_HOST, RUNNER_PID, matches
 
-__all__ = ["KubernetesBackend", "pod_is_running"]
+__all__ = ["KubernetesBackend"]
 
-CLIENT_MISSING = (
-    "The kubernetes backend needs the Kubernetes Python client: pip install 'ssebench[kubernetes]'"
-)
-SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-REQUEST_TIMEOUT = 30
 # An exec that sends nothing for this long is taken for a broken connection.
 EXEC_IDLE_SECONDS = 300
 POLL_SECONDS = 1.0
@@ -86,9 +85,6 @@ EXITED_POLL_SECONDS = 0.25
 # A run that never starts (spec, "Stopping and cleaning up").
 PULL_ERROR_SECONDS = 90.0
 NO_CONTAINER_SECONDS = 600.0
-PULL_ERRORS = frozenset(
-    {"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"}
-)
 # The grace ssebench run gives a run it stops (spec, "Stopping and cleaning up").
 STOP_GRACE_SECONDS = 20.0
 # What wait reports for a task container deleted with its pod: 128 + SIGKILL.
@@ -113,140 +109,14 @@ _present_images: dict[str, image_check.ImageCheck] = {}
 _exited_pods: dict[str, Any] = {}
 
 
-# -- the client ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Api:
-    core: Any
-    batch: Any
-    networking: Any
-    stream: Callable[..., Any]
-    api_exception: type[Exception]
-    # A CoreV1Api on an ApiClient of its own. The client's stream() swaps the request
-    # method of the ApiClient it is given while the exec connects, so an exec on the
-    # shared client would turn other threads' calls into websocket handshakes.
-    private_core: Callable[[], Any]
-
-
-@functools.cache
-def _api() -> _Api:
-    """The API client, from the kubeconfig or, in a pod, its service account."""
-    try:
-        from kubernetes.stream import stream
-
-        from kubernetes import client, config
-    except ImportError:
-        raise UserError(CLIENT_MISSING) from None
-    configuration = client.Configuration()
-    loaders: Any = config  # the client's loaders are untyped
-    kubeconfig = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
-    try:
-        if os.environ.get("KUBECONFIG") or Path(kubeconfig).is_file():
-            loaders.load_kube_config(client_configuration=configuration)
-        elif (SERVICE_ACCOUNT / "token").is_file():
-            loaders.load_incluster_config(client_configuration=configuration)
-        else:
-            raise UserError(
-                "No Kubernetes configuration: set KUBECONFIG, or run ssebench in a pod "
-                "with a service account"
-            )
-    except config.ConfigException as error:
-        raise UserError(f"Cannot load the Kubernetes configuration: {error}") from None
-    api_client = client.ApiClient(configuration)
-    return _Api(
-        core=client.CoreV1Api(api_client),
-        batch=client.BatchV1Api(api_client),
-        networking=client.NetworkingV1Api(api_client),
-        stream=stream,
-        api_exception=client.exceptions.ApiException,
-        private_core=lambda: client.CoreV1Api(client.ApiClient(configuration)),
-    )
-
-
-def _reason(error: Exception) -> str:
-    """The API's message of an error, one line."""
-    body = getattr(error, "body", None)
-    message = ""
-    if body:
-        with contextlib.suppress(ValueError, TypeError):
-            message = str(json.loads(body).get("message", ""))
-    status = getattr(error, "status", None)
-    if status is not None:
-        reason = getattr(error, "reason", "") or ""
-        return f"{status} {reason}: {message}".strip(": ") if message else f"{status} {reason}"
-    return f"{type(error).__name__}: {error}".splitlines()[0][:300]
-
-
-def _redact(message: str, hidden: Iterable[str]) -> str:
-    for value in hidden:
-        if len(value) >= 4:
-            message = message.replace(value, "***")
-    return message
-
-
-def _call(
-    what: str,
-    function: Callable[..., Any],
-    *args: Any,
-    missing_ok: bool = False,
-    run_id: str | None = None,
-    hidden: Iterable[str] = (),
-    request_timeout: float | None = REQUEST_TIMEOUT,
-    **kwargs: Any,
-) -> Any:
-    """function(*args, **kwargs), with API failures as one-line BackendErrors."""
-    api = _api()
-    try:
-        return function(*args, _request_timeout=request_timeout, **kwargs)
-    except api.api_exception as error:
-        if missing_ok and getattr(error, "status", None) == 404:
-            return None
-        message = _redact(f"{what}: {_reason(error)}", hidden)
-        raise BackendError(message, backend="kubernetes", run_id=run_id) from None
-    except Exception as error:  # urllib3's connection errors have no common base here
-        message = _redact(f"{what}: cannot reach the Kubernetes API ({_reason(error)})", hidden)
-        raise BackendError(message, backend="kubernetes", run_id=run_id) from None
-
-
-def delete_pod_now(namespace: str, name: str) -> None:
-    """Delete a short pod of ours (no grace); one that is gone already is fine."""
-    _call(
-        f"Cannot delete the pod {name}",
-        _api().core.delete_namespaced_pod,
-        name,
-        namespace,
-        grace_period_seconds=0,
-        missing_ok=True,
-    )
-
-
 # -- reading pods ----------------------------------------------------------------------
-
-
-def _container_status(pod: Any, container: str) -> Any | None:
-    for status in (pod.status and pod.status.container_statuses) or []:
-        if status.name == container:
-            return status
-    return None
-
-
-def _task_state(pod: Any | None) -> tuple[RunState, int | None]:
-    status = _container_status(pod, manifests.TASK_CONTAINER) if pod is not None else None
-    if status is None or status.state is None:
-        return "created", None
-    if status.state.terminated is not None:
-        return "exited", int(status.state.terminated.exit_code)
-    if status.state.running is not None:
-        return "running", None
-    return "created", None
 
 
 def _pending_reason(pod: Any | None, container: str) -> str:
     """Why the pod has no running container yet, in the pod's own words."""
     if pod is None:
         return "the Job has no pod"
-    status = _container_status(pod, container)
+    status = container_status(pod, container)
     waiting = status.state.waiting if status is not None and status.state is not None else None
     if waiting is not None and waiting.reason:
         return f"{waiting.reason}: {waiting.message or ''}".strip(": ")
@@ -300,15 +170,6 @@ def _iso(timestamp: Any) -> str | None:
     return str(timestamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
 
-def pod_is_running(namespace: str, pod: str) -> bool:
-    """True while the pod exists and its task container runs (the port-forward's life)."""
-    api = _api()
-    found = _call(
-        f"Cannot read the pod {pod}", api.core.read_namespaced_pod, pod, namespace, missing_ok=True
-    )
-    return found is not None and _task_state(found)[0] == "running"
-
-
 # -- the output of a run ---------------------------------------------------------------
 
 
@@ -324,30 +185,9 @@ def _decoded_lines(chunks: Iterable[bytes]) -> Iterator[str]:
         yield pending.rstrip("\r")
 
 
-def read_log(
-    what: str, namespace: str, pod: str, container: str, limit_bytes: int | None = None
-) -> bytes:
-    """An ended container's log, read once up to limit_bytes, as undecoded bytes: the
-    client's own decoding gives the repr of the bytes ("b'...'") in some releases (36
-    among them). BackendError, with what, when the API refuses."""
-    response = _call(
-        what,
-        _api().core.read_namespaced_pod_log,
-        pod,
-        namespace,
-        container=container,
-        limit_bytes=limit_bytes,
-        _preload_content=False,
-    )
-    try:
-        return bytes(response.data)
-    finally:
-        response.release_conn()
-
-
 def _copy_output(namespace: str, pod: str) -> None:
     """Copy the task container's output to stdout as it is written, until it exits."""
-    api = _api()
+    api = client.api()
     try:
         response = api.core.read_namespaced_pod_log(
             pod,
@@ -361,7 +201,9 @@ def _copy_output(namespace: str, pod: str) -> None:
             # A reader gone (`| head`) silences stdout; the stream is still read to its end.
             write_or_drop(sys.stdout, decoder.decode(chunk))
     except Exception as error:  # the run goes on; only its echo on this terminal ends
-        write_or_drop(sys.stderr, f"ssebench: the output of {pod} stopped: {_reason(error)}\n")
+        write_or_drop(
+            sys.stderr, f"ssebench: the output of {pod} stopped: {client.reason(error)}\n"
+        )
 
 
 def _start_output_thread(namespace: str, pod: str) -> None:
@@ -494,15 +336,17 @@ class KubernetesBackend(Backend):
         if path == IMAGE_REFERENCE_PATCH and checked and checked.read_out is not None:
             dest.write_bytes(checked.read_out)  # read out by the image's check (prepare_images)
             return
-        api = _api()
+        api = client.api()
         namespace = self.namespace
         name = f"ssebench-copy-{secrets.token_hex(5)}"
         body = manifests.copy_pod(image, name, self.settings, seconds=COPY_POD_SECONDS)
         try:
-            _call(f"Cannot create the pod {name}", api.core.create_namespaced_pod, namespace, body)
+            client.call(
+                f"Cannot create the pod {name}", api.core.create_namespaced_pod, namespace, body
+            )
             try:
                 self._wait_until_started(
-                    lambda: _call(
+                    lambda: client.call(
                         f"Cannot read the pod {name}",
                         api.core.read_namespaced_pod,
                         name,
@@ -514,7 +358,7 @@ class KubernetesBackend(Backend):
                 )
                 data = b"".join(self._exec_stream(namespace, name, "copy", ["cat", "--", path]))
             finally:
-                delete_pod_now(namespace, name)
+                client.delete_pod_now(namespace, name)
         except BackendError as error:
             raise RuntimeError(f"Cannot copy {path} out of {image}: {error}") from None
         dest.write_bytes(data)
@@ -525,7 +369,7 @@ class KubernetesBackend(Backend):
         if spec.mode == "sidecar" or spec.sidecar is not None:
             raise UserError(manifests.SIDECAR_REFUSED)
         manifests.check_run_id(spec.run_id)
-        api = _api()
+        api = client.api()
         settings = self.settings
         namespace = settings.namespace
         name = manifests.object_name(spec.run_id)
@@ -561,7 +405,7 @@ class KubernetesBackend(Backend):
             # at any point leaves a Job that `runs list` and prune see, and whose
             # removal takes the rest with it; never a Secret that nothing owns. The
             # policy exists before the Secret, so the task never runs unrestricted.
-            made = _call(
+            made = client.call(
                 f"Cannot create the Job {name}",
                 api.batch.create_namespaced_job,
                 namespace,
@@ -570,14 +414,14 @@ class KubernetesBackend(Backend):
             )
             job_made = True
             owner = manifests.owner_references(name, made.metadata.uid)
-            _call(
+            client.call(
                 f"Cannot create the NetworkPolicy {name}",
                 api.networking.create_namespaced_network_policy,
                 namespace,
                 manifests.owned(policy, owner),
                 run_id=spec.run_id,
             )
-            _call(
+            client.call(
                 f"Cannot create the Secret {name}",
                 api.core.create_namespaced_secret,
                 namespace,
@@ -642,7 +486,7 @@ class KubernetesBackend(Backend):
             time.sleep(START_POLL_MAX_SECONDS)
             pod = find_pod()
             now = time.monotonic()
-            status = _container_status(pod, container) if pod is not None else None
+            status = container_status(pod, container) if pod is not None else None
             state = status.state if status is not None else None
             if state is not None and (state.running is not None or state.terminated is not None):
                 return pod
@@ -674,9 +518,9 @@ class KubernetesBackend(Backend):
                 )
 
     def _pods(self, namespace: str, selector: str) -> list[Any]:
-        found = _call(
+        found = client.call(
             "Cannot list pods",
-            _api().core.list_namespaced_pod,
+            client.api().core.list_namespaced_pod,
             namespace,
             label_selector=selector,
         )
@@ -723,9 +567,9 @@ class KubernetesBackend(Backend):
         pod = handle.details.get(POD_DETAIL)
         if pod is None:
             return self._pod(handle)
-        return _call(
+        return client.call(
             f"Cannot read the pod {pod}",
-            _api().core.read_namespaced_pod,
+            client.api().core.read_namespaced_pod,
             pod,
             self._namespace_of(handle),
             missing_ok=True,
@@ -733,9 +577,9 @@ class KubernetesBackend(Backend):
         )
 
     def _job(self, handle: RunHandle) -> Any | None:
-        return _call(
+        return client.call(
             f"Cannot read the Job {handle.name}",
-            _api().batch.read_namespaced_job,
+            client.api().batch.read_namespaced_job,
             handle.name,
             self._namespace_of(handle),
             missing_ok=True,
@@ -756,7 +600,7 @@ class KubernetesBackend(Backend):
             output.join(max(0.0, min(POLL_MAX_SECONDS, limit)))
         while True:
             pod = self._run_pod(handle)
-            state, exit_code = _task_state(pod)
+            state, exit_code = task_state(pod)
             if pod is not None and state == "exited" and exit_code is not None:
                 _drain_output(namespace, pod.metadata.name)
                 _exited_pods[f"{namespace}/{pod.metadata.name}"] = pod
@@ -797,16 +641,16 @@ class KubernetesBackend(Backend):
             raise BackendError(
                 f"The run {handle.run_id} has no pod", backend=self.name, run_id=handle.run_id
             )
-        response = _call(
+        response = client.call(
             f"Cannot read the output of {pod.metadata.name}",
-            _api().core.read_namespaced_pod_log,
+            client.api().core.read_namespaced_pod_log,
             pod.metadata.name,
             self._namespace_of(handle),
             container=manifests.TASK_CONTAINER,
             follow=follow,
             _preload_content=False,
             run_id=handle.run_id,
-            request_timeout=None if follow else REQUEST_TIMEOUT,
+            request_timeout=None if follow else client.REQUEST_TIMEOUT,
         )
         try:
             yield from _decoded_lines(response.stream(4096))
@@ -818,7 +662,7 @@ class KubernetesBackend(Backend):
     ) -> Iterator[bytes]:
         """The stdout of command in the container, as it comes; BackendError when it
         exits non-zero (with the end of its stderr)."""
-        api = _api()
+        api = client.api()
         what = f"Cannot run {command[0]} in {pod}/{container}"
         try:
             response = api.stream(
@@ -835,14 +679,14 @@ class KubernetesBackend(Backend):
                 _preload_content=False,
             )
         except Exception as error:
-            raise BackendError(f"{what}: {_reason(error)}", backend=self.name) from None
+            raise BackendError(f"{what}: {client.reason(error)}", backend=self.name) from None
         output = execstream.ExecOutput()
         try:
             yield from output.stdout(response.sock, EXEC_IDLE_SECONDS)
         except execstream.ExecIdleError as error:
             raise BackendError(f"{what}: {error}", backend=self.name) from None
         except Exception as error:  # the connection broke: websocket or TLS errors
-            raise BackendError(f"{what}: {_reason(error)}", backend=self.name) from None
+            raise BackendError(f"{what}: {client.reason(error)}", backend=self.name) from None
         finally:
             response.close()
         status = _exec_status(output.status)
@@ -880,7 +724,7 @@ class KubernetesBackend(Backend):
 
     def _check_collector(self, handle: RunHandle, pod: Any | None) -> str:
         """The pod's name; ResultsGoneError unless it is there and its collector runs."""
-        collector = _container_status(pod, manifests.COLLECTOR_CONTAINER) if pod else None
+        collector = container_status(pod, manifests.COLLECTOR_CONTAINER) if pod else None
         if (
             pod is None
             or pod.metadata.deletion_timestamp is not None
@@ -933,7 +777,7 @@ class KubernetesBackend(Backend):
         pace = _Pace()
         while True:
             pod = self._run_pod(handle)
-            state, _ = _task_state(pod)
+            state, _ = task_state(pod)
             if state == "exited" or (pod is not None and pod.metadata.deletion_timestamp):
                 return
             if pod is None and (_names_its_pod(handle) or self._job(handle) is None):
@@ -975,9 +819,9 @@ class KubernetesBackend(Backend):
         else:
             pods = []
         portforward.end(namespace, pods)
-        _call(
+        client.call(
             f"Cannot delete the Job {name}",
-            _api().batch.delete_namespaced_job,
+            client.api().batch.delete_namespaced_job,
             name,
             namespace,
             propagation_policy="Background",
@@ -999,7 +843,7 @@ class KubernetesBackend(Backend):
     # -- finding runs ----------------------------------------------------------------
 
     def list_runs(self, labels: Mapping[str, str]) -> list[RunInfo]:
-        api = _api()
+        api = client.api()
         namespace = self.namespace
         # What can be a label selector goes to the server; values that only an
         # annotation can hold (the run directory) are compared here.
@@ -1008,7 +852,7 @@ class KubernetesBackend(Backend):
             for key, value in labels.items()
             if key != RESULTS and is_label_key(key) and is_label_value(value)
         ]
-        jobs = _call(
+        jobs = client.call(
             "Cannot list Jobs",
             api.batch.list_namespaced_job,
             namespace,
@@ -1038,7 +882,7 @@ class KubernetesBackend(Backend):
     def _run_info(self, job: Any, run_labels: dict[str, str], pods: list[Any]) -> RunInfo:
         name = str(job.metadata.name)
         run_id = run_labels.get(RUN_ID, name.removeprefix("ssebench-"))
-        state, exit_code = _task_state(_newest(pods))
+        state, exit_code = task_state(_newest(pods))
         if not pods:
             finished = any(
                 condition.type in ("Complete", "Failed") and condition.status == "True"
@@ -1068,7 +912,7 @@ class KubernetesBackend(Backend):
 
     def _running_pod(self, handle: RunHandle) -> str:
         pod = self._pod(handle)
-        if pod is None or _task_state(pod)[0] != "running":
+        if pod is None or task_state(pod)[0] != "running":
             raise BackendError(
                 f"The run {handle.run_id} is not running", backend=self.name, run_id=handle.run_id
             )

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from ssebench.backends.kubernetes import manifests
+from ssebench.backends.kubernetes import client, manifests
 from ssebench.backends.kubernetes.config import KubernetesSettings
 from ssebench.backends.kubernetes.policy_check import (
     POD_SECONDS,
@@ -213,9 +213,7 @@ def write_answer(path: Path, image: str, now: float) -> None:
 
 
 def _server() -> str:
-    from ssebench.backends.kubernetes.backend import _api
-
-    return str(_api().core.api_client.configuration.host)
+    return str(client.api().core.api_client.configuration.host)
 
 
 def forget(settings: KubernetesSettings, image: str) -> None:
@@ -245,13 +243,11 @@ def check_image(
 
 
 def _check_with_a_pod(settings: KubernetesSettings, image: str, read_out: str | None) -> ImageCheck:
-    from ssebench.backends.kubernetes.backend import _api, _call, delete_pod_now
-
-    api = _api()
+    api = client.api()
     namespace = settings.namespace
     check = secrets.token_hex(4)
     name = f"ssebench-probe-{check}-image"
-    _call(
+    client.call(
         f"Cannot create the pod {name} that checks {image}",
         api.core.create_namespaced_pod,
         namespace,
@@ -261,7 +257,7 @@ def _check_with_a_pod(settings: KubernetesSettings, image: str, read_out: str | 
         deadline = time.monotonic() + CHECK_SECONDS
         time.sleep(FIRST_LOOK_SECONDS)
         while time.monotonic() < deadline:
-            pod = _call(
+            pod = client.call(
                 f"Cannot read the pod {name}",
                 api.core.read_namespaced_pod,
                 name,
@@ -276,17 +272,15 @@ def _check_with_a_pod(settings: KubernetesSettings, image: str, read_out: str | 
             time.sleep(POLL_SECONDS)
         return ImageCheck("unknown", f"the node was still getting it after {CHECK_SECONDS:.0f} s")
     finally:
-        delete_pod_now(namespace, name)
+        client.delete_pod_now(namespace, name)
 
 
 def _read_out(namespace: str, name: str) -> bytes | None:
     """The file the ended check pod printed; None when its log does not hold it whole
     within READ_OUT_LOG_BYTES. The log is only a shortcut: an API error here costs the
     copy its own pod, no more."""
-    from ssebench.backends.kubernetes.backend import read_log
-
     try:
-        log = read_log(
+        log = client.read_log(
             f"Cannot read the output of the pod {name}",
             namespace,
             name,

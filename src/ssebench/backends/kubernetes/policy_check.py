@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ssebench.backends.kubernetes import manifests
+from ssebench.backends.kubernetes import client, manifests, pods
 from ssebench.backends.kubernetes.config import KubernetesSettings
 from ssebench.labels import DEADLINE, RUNNER_HOST, RUNNER_PID, abandoned_reason
 
@@ -192,11 +192,9 @@ def deny_all_policy(probe: str, target_name: str, target_uid: str) -> dict[str, 
 
 
 def _unpullable(pod: Any) -> bool:
-    from ssebench.backends.kubernetes.backend import PULL_ERRORS
-
     for status in pod.status.container_statuses or []:
         waiting = status.state.waiting if status.state is not None else None
-        if waiting is not None and waiting.reason in PULL_ERRORS:
+        if waiting is not None and waiting.reason in pods.PULL_ERRORS:
             return True
     return False
 
@@ -205,10 +203,8 @@ class _Probe:
     """One run of the probe in namespace, through the backend's API client."""
 
     def __init__(self, settings: KubernetesSettings, image: str) -> None:
-        from ssebench.backends.kubernetes.backend import _api, _call
-
-        self.api = _api()
-        self.call = _call
+        self.api = client.api()
+        self.call = client.call
         self.settings = settings
         self.namespace = settings.namespace
         self.image = image
@@ -226,9 +222,7 @@ class _Probe:
         )
 
     def _log(self, name: str, container: str) -> str:
-        from ssebench.backends.kubernetes.backend import read_log
-
-        log = read_log(
+        log = client.read_log(
             f"Cannot read the output of {name}",
             self.namespace,
             name,
@@ -389,21 +383,19 @@ def remove_leftovers(settings: KubernetesSettings, now: float, host: str) -> lis
     """Delete the probe pods (and so their policies) that a process killed during a
     probe left: its process is gone (on this host), or the pods' deadline passed. Their
     names."""
-    from ssebench.backends.kubernetes.backend import _api, _call
-
-    api = _api()
-    pods = _call(
+    api = client.api()
+    probes = client.call(
         "Cannot list pods",
         api.core.list_namespaced_pod,
         settings.namespace,
         label_selector=f"{manifests.MANAGED_BY}={manifests.MANAGED_BY_VALUE},{PROBE_LABEL}",
     ).items
     removed = []
-    for pod in pods:
+    for pod in probes:
         found = {**(pod.metadata.annotations or {}), **(pod.metadata.labels or {})}
         if abandoned_reason(found, now=now, host=host) is None:
             continue
-        _call(
+        client.call(
             f"Cannot delete the pod {pod.metadata.name}",
             api.core.delete_namespaced_pod,
             pod.metadata.name,

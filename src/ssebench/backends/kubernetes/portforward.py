@@ -205,7 +205,8 @@ def supervise(forward: Forward, pod_running: Callable[[], bool]) -> int:
 
 def main(argv: list[str]) -> int:
     namespace, pod, port, local_port = argv
-    from ssebench.backends.kubernetes.backend import pod_is_running
+    # Here: the supervisor process needs the API client only once it runs.
+    from ssebench.backends.kubernetes.pods import pod_is_running
 
     forward = Forward(
         namespace=namespace,
