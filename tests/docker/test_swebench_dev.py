@@ -22,9 +22,12 @@ from typing import Any
 
 import pytest
 
+from ssebench.images.layers import environment_layer
+from ssebench.tasks import load_dataset
 from tests.cli import ssebench, start_ssebench
 from tests.docker.conftest import SESSION_PREFIX
 from tests.polling import wait_until
+from tests.registry import docker, local_registry, rate_limited
 from tests.swebench_dev import INSTANCES, unpack_repositories
 
 pytestmark = pytest.mark.docker
@@ -286,3 +289,61 @@ def test_empty_unappliable_malformed_and_unknown_predictions(
     assert summary.parent.parts[-4] == "sqlfluff-sqlfluff-2386"
     entrypoint_log = (summary.parent / "entrypoint.log").read_text()
     assert "starting the agent as model:" in entrypoint_log
+
+
+# -- official prebuilt images as environments (issue 47) ---------------------------------
+
+
+def test_an_official_image_pulled_through_a_rate_limit_is_the_environment(
+    dev: tuple[Path, Path], check: tuple[dict[str, Any], str]
+) -> None:
+    """An image laid out as the official ones (the repository at /testbed, the
+    environment `testbed` at /opt/miniconda3/envs/testbed: the check's astroid
+    environment) in a real registry on loopback, behind a proxy that answers 429 twice.
+    The import names it; the check's runs pull it (tried again twice) and the reference
+    passes on it, dummy fails; `ssebench images pull` fetches it ahead the same way."""
+    root, dataset = dev
+    built = environment_layer(load_dataset(dataset).task("pylint-dev-astroid-1268"))
+    assert built is not None
+    name = "swebench/sweb.eval.x86_64.pylint-dev_1776_astroid-1268:latest"
+    with local_registry() as port, rate_limited(port) as limit:
+        published, pulled = f"127.0.0.1:{port}/{name}", f"{limit.address}/{name}"
+        try:
+            assert docker("tag", built.image, published).returncode == 0
+            pushed = docker("push", published)
+            assert pushed.returncode == 0, pushed.stderr
+            docker("rmi", published)
+            official = root / "official"
+            imported = ssebench(
+                "dataset", "import", "swebench", str(INSTANCES), "--out", str(official),
+                "--instances", "pylint-dev__astroid-1268", "--repos", str(root / "repos"),
+                "--official-images", f"{limit.address}/swebench",
+            )  # fmt: skip
+            assert imported.returncode == 0, imported.stdout + imported.stderr
+            task = official / "pylint-dev-astroid-1268"
+            assert f"FROM {pulled}\n" in (task / "environment" / "Dockerfile").read_text()
+            record = json.loads((task / "swebench.json").read_text())["environment"]
+            assert record["official_image"] is True and record["image"] == pulled
+
+            limit.refuse_next(2)
+            results = root / "official-results"
+            checked = ssebench(
+                "dataset", "check", str(official), "--jobs", "2", "--results", str(results),
+                "--run-id-prefix", f"{SESSION_PREFIX}-official", timeout=1200,
+            )  # fmt: skip
+            assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
+            assert re.search(r"pylint-dev-astroid-1268 +ok", checked.stdout)
+            assert len(limit.refused) == 2
+            (log,) = results.glob("check-*.log")
+            assert log.read_text().count("refused the pull for its rate limit (429)") == 2
+
+            docker("rmi", pulled)  # its layers stay with the images built on it
+            limit.refuse_next(2)
+            ahead = ssebench("images", "pull", "--local", str(official), timeout=600)
+            assert ahead.returncode == 0, ahead.stdout + ahead.stderr
+            assert ahead.stderr.count("refused the pull for its rate limit (429)") == 2
+            assert f"pulled {pulled}" in ahead.stderr
+            assert "1 of 1 images on this machine" in ahead.stdout
+        finally:
+            docker("rmi", published)
+            docker("rmi", pulled)

@@ -16,6 +16,7 @@ from ssebench.swebench.environments import (
     resolution_date,
     split_pre_install,
 )
+from ssebench.swebench.importer import official_image
 from tests.cli import ssebench
 from tests.git_server import git_daemon, lay_out
 from tests.swebench_dev import INSTANCES, unpack_repositories
@@ -188,3 +189,34 @@ def test_the_published_forms_import_the_same_tasks_cloned_from_a_git_server(
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert int(count.stdout) == 2  # base_commit and environment_setup_commit
+
+
+def test_official_images_are_the_environments_with_their_names(tmp_path: Path) -> None:
+    """--official-images: FROM the harness's image name (`__` as `_1776_`), nothing
+    installed; a spec Python older than the runtime's is one line at import."""
+    assert official_image("pylint-dev__astroid-1268", "swebench", "latest") == (
+        "swebench/sweb.eval.x86_64.pylint-dev_1776_astroid-1268:latest"
+    )
+    assert official_image("Org__Repo-7", "localhost:5000/mirror/", "v2") == (
+        "localhost:5000/mirror/sweb.eval.x86_64.org_1776_repo-7:v2"
+    )
+    repos = unpack_repositories(tmp_path / "repos")
+    done = ssebench(
+        "dataset", "import", "swebench", str(INSTANCES), "--out", str(tmp_path / "out"),
+        "--repos", str(repos), "--official-images", "--official-tag", "v1", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    dockerfile = (tmp_path / "out/pylint-dev-astroid-1268/environment/Dockerfile").read_text()
+    froms = [line for line in dockerfile.splitlines() if line.startswith("FROM")]
+    assert froms == ["FROM swebench/sweb.eval.x86_64.pylint-dev_1776_astroid-1268:v1"]
+    assert "ENV PATH=/opt/miniconda3/envs/testbed/bin:$PATH" in dockerfile
+    assert "pip install" not in dockerfile
+    assert not (tmp_path / "out/pylint-dev-astroid-1268/environment/package").exists()
+    record = json.loads((tmp_path / "out/pylint-dev-astroid-1268/swebench.json").read_text())
+    assert record["environment"]["official_image"] is True
+    # pydicom 2.0's official spec names Python 3.8: refused, with the way out.
+    skipped = {item["instance_id"]: item["reason"] for item in json.loads(done.stdout)["skipped"]}
+    assert skipped["pydicom__pydicom-1194"].startswith(
+        "its official image's testbed environment has Python 3.8, first on PATH, and "
+        "ssebench's runtime needs 3.9 or later there"
+    )

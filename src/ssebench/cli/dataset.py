@@ -22,6 +22,9 @@ from ssebench.tasks.dataset import (
     write_manifest,
 )
 
+# The official images' namespace (Docker Hub's swebench/...).
+OFFICIAL_NAMESPACE = "swebench"
+
 
 def register(commands: Any) -> None:
     parser = commands.add_parser("dataset", help="check a dataset and its manifest")
@@ -106,6 +109,18 @@ def register_import(actions: Any) -> None:
         action="store_true",
         help="resolve unpinned requirements to today's releases, not as of the instance's date",
     )
+    swebench.add_argument(
+        "--official-images",
+        nargs="?",
+        const=OFFICIAL_NAMESPACE,
+        metavar="REGISTRY/NAMESPACE",
+        help="use each instance's official prebuilt image "
+        "(NAMESPACE/sweb.eval.x86_64.<id>:TAG) as its environment instead of building one "
+        f"(default namespace {OFFICIAL_NAMESPACE}; e.g. localhost:5000/swebench for a mirror)",
+    )
+    swebench.add_argument(
+        "--official-tag", default="latest", metavar="TAG", help="the official images' tag (latest)"
+    )
     swebench.add_argument("--name", help="the dataset's name if DIR has no dataset.yaml yet")
     swebench.add_argument("--json", action="store_true", help="print the summary as JSON")
     swebench.set_defaults(handler=import_swebench_command)
@@ -151,6 +166,8 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
         python_images=arguments.python_images,
         resolve_by_date=not arguments.no_resolve_by_date,
         python_substitutes=substitutes,
+        official_images=arguments.official_images,
+        official_tag=arguments.official_tag,
     )
     if arguments.dataset is not None:
         records = hub_records(arguments.dataset, arguments.split)

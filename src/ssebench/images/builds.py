@@ -140,7 +140,7 @@ def base_images(dockerfile: str) -> list[str]:
     return list(dict.fromkeys(images))
 
 
-def pull_missing_bases(layer: Layer, output: BuildOutput) -> None:
+def pull_missing_bases(layer: Layer | ImageLayer, output: BuildOutput) -> None:
     """Pull the images an environment layer starts FROM that this machine lacks (an
     official prebuilt image, say), with back-off while the registry rate-limits: a build
     would pull them once, without. A pull refused for another reason is left to the
@@ -168,7 +168,6 @@ def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
     Raises ImageUnavailableError, a UserError, naming the layer and the last lines of
     its build log when the build fails.
     """
-    pull_missing_bases(layer, output or BuildOutput())
     with scratch_folder(layer.kind) as context:
         layer.write_context(context)
         build_context(layer, context, output)
@@ -205,6 +204,7 @@ def build_context(
     Raises ImageUnavailableError, a UserError, naming the layer and the last lines of
     its build log when the build fails.
     """
+    pull_missing_bases(layer, output or BuildOutput())
     buildx = buildx_available()
     run_build(
         build_argv(layer, context, buildx=buildx),

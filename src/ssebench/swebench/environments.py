@@ -57,6 +57,8 @@ PYTHON_RELEASES = {
     "3.13": "2024-10-07",
 }
 ENVIRONMENT = "/opt/miniconda3/envs/testbed"
+# The oldest Python the runtime (the tool layer's python3, first on PATH) runs on.
+MIN_RUNTIME_PYTHON = (3, 9)
 TESTBED = "/testbed"
 # The context folder of what the install stage reads: the repository at
 # environment_setup_commit and the requirements written from it.
@@ -309,5 +311,11 @@ def setup_files(plan: EnvironmentPlan) -> dict[str, str]:
 def test_setup(plan: EnvironmentPlan, eval_commands: tuple[str, ...]) -> str:
     """What the hidden step runs before the tests' start marker: the graded tree's
     import root first on PYTHONPATH, then the spec's eval_commands."""
-    root = '"$PWD"' if plan.import_root == "." else f'"$PWD/{plan.import_root}"'
+    return test_setup_for(plan.import_root, eval_commands)
+
+
+def test_setup_for(import_root: str, eval_commands: tuple[str, ...]) -> str:
+    """test_setup of an environment whose package imports from import_root (a path
+    relative to the repository, "." for its root)."""
+    root = '"$PWD"' if import_root == "." else f'"$PWD/{import_root}"'
     return "\n".join([f'export PYTHONPATH={root}"${{PYTHONPATH:+:$PYTHONPATH}}"', *eval_commands])

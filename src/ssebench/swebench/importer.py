@@ -33,15 +33,19 @@ import yaml
 
 from ssebench.errors import UserError
 from ssebench.swebench.environments import (
+    ENVIRONMENT,
+    MIN_RUNTIME_PYTHON,
     PACKAGE_FOLDER,
     SETUP_FOLDER,
     EnvironmentUnavailable,
     PythonImages,
     dockerfile,
+    import_root,
     included_files,
     plan_environment,
     setup_files,
     test_setup,
+    test_setup_for,
 )
 from ssebench.swebench.grading import GRADING_FILE
 from ssebench.swebench.instances import (
@@ -254,6 +258,10 @@ class EnvironmentOptions:
     resolve_by_date: bool = True
     # Python versions the user lets another stand in for: {"3.8": "3.9"}.
     python_substitutes: dict[str, str] = field(default_factory=dict)
+    # REGISTRY/NAMESPACE of the official prebuilt images, which then are the
+    # environments (official_image_dockerfile); None builds them here.
+    official_images: str | None = None
+    official_tag: str = "latest"
 
 
 def build_for(
@@ -345,6 +353,8 @@ def official_build(
     if spec.log_parser is None and instance.log_parser is None:
         raise InstanceSkipped(f"its specification ({spec.origin}) names no log_parser")
     assert spec.python is not None
+    if options.official_images is not None:
+        return official_image_build(instance, spec, test_files, tree=tree, options=options)
     specified_python = spec.python
     substitute = options.python_substitutes.get(specified_python)
     if substitute is not None:
@@ -385,6 +395,66 @@ def official_build(
         test_setup=test_setup(plan, spec.eval_commands),
         context_files=context,
         environment={**plan.record(), "environment_setup_commit": setup_commit},
+    )
+
+
+def official_image(instance_id: str, namespace: str, tag: str) -> str:
+    """The official harness's name of an instance's prebuilt image: `__` in the ID is
+    written `_1776_`, and the name is lower case."""
+    name = instance_id.replace("__", "_1776_").lower()
+    return f"{namespace.rstrip('/')}/sweb.eval.x86_64.{name}:{tag}"
+
+
+def official_image_build(
+    instance: Instance,
+    spec: Spec,
+    test_files: list[str],
+    *,
+    tree: Path,
+    options: EnvironmentOptions,
+) -> Build:
+    """The build of an official-form spec on the instance's official prebuilt image:
+    the repository at /testbed and its environment `testbed`, as the published results
+    used them. Only the test command is the spec's; nothing is installed."""
+    assert spec.python is not None and options.official_images is not None
+    if tuple(int(part) for part in spec.python.split(".")[:2]) < MIN_RUNTIME_PYTHON:
+        raise InstanceSkipped(
+            f"its official image's testbed environment has Python {spec.python}, first on "
+            "PATH, and ssebench's runtime needs 3.9 or later there; build the environment "
+            "here instead (without --official-images), with --python-substitute"
+        )
+    image = official_image(instance.instance_id, options.official_images, options.official_tag)
+    directives = [path for path in test_files if not path.endswith(NON_TEST_SUFFIXES)]
+    if instance.repo == "django/django":
+        directives = [django_directive(path) for path in directives]
+    command = f"{spec.test_cmd} {' '.join(shlex.quote(path) for path in directives)}"
+    root = import_root(tree)
+    plan_record = {
+        "python": spec.python,
+        "image": image,
+        "official_image": True,
+        "resolved_as_of": None,
+        "spec": f"{spec.origin} ({spec.repo} {', '.join(spec.versions)})",
+        "import_root": root,
+        "deviations": [],
+    }
+    return Build(
+        official_image_dockerfile(image),
+        command,
+        instance.log_parser or spec.log_parser or "",
+        spec.eval_type,
+        test_setup=test_setup_for(root, spec.eval_commands),
+        environment=plan_record,
+    )
+
+
+def official_image_dockerfile(image: str) -> str:
+    return (
+        "# Written by `ssebench dataset import swebench --official-images`: the instance's\n"
+        "# official prebuilt image, its environment `testbed` first on PATH (what the\n"
+        "# harness's `conda activate testbed` does for the tests).\n"
+        f"FROM {image}\n"
+        f"ENV PATH={ENVIRONMENT}/bin:$PATH\n"
     )
 
 
