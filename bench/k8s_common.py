@@ -34,7 +34,8 @@ from ssebench.extensions import (
     RESULTS_TARGET,
     Backend,
 )
-from ssebench.runner import Runner, RunSettings, StopRequest
+from ssebench.runner import Runner, RunSettings
+from ssebench.stopping import StopRequest
 from ssebench.tasks import load_dataset
 
 TASK = os.environ.get("SSEBENCH_BENCH_K8S_TASK", "py-semver-prerelease")

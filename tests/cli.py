@@ -127,7 +127,7 @@ def prune_records_the_killed_run(
 ) -> None:
     """One `runs prune` removes the run of a SIGKILLed runner and records it, and `runs
     results` then lists it as an error with the killed reason."""
-    from ssebench.unrecorded_runs import KILLED_REASON
+    from ssebench.results.unrecorded import KILLED_REASON
 
     run_id = run_dir.name
     assert not (run_dir / "summary.json").exists()

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench import run_files
 from ssebench.evaluation import TaskRun
+from ssebench.results import files as run_files
 
 # The agent whose run checks each side, and the grade that run must get.
 EXPECTED = (("reference", "passed"), ("dummy", "failed"))

@@ -58,10 +58,11 @@ from ssebench.extensions import (
     RunInfo,
     RunSpec,
 )
-from ssebench.results import NO_MODEL, RunDirectory, iter_summaries, read_json, utc_now
-from ssebench.runner import Runner, RunSettings, StopRequest
+from ssebench.results.directory import NO_MODEL, RunDirectory, iter_summaries, read_json, utc_now
+from ssebench.results.unrecorded import record_killed_runs
+from ssebench.runner import Runner, RunSettings
+from ssebench.stopping import StopRequest
 from ssebench.tasks import Task
-from ssebench.unrecorded_runs import record_killed_runs
 
 if TYPE_CHECKING:
     from ssebench.proxy import ModelAccessPlan, ModelSession

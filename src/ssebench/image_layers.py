@@ -39,9 +39,9 @@ from ssebench.extensions import (
     ImageRequest,
     Images,
 )
+from ssebench.host.scratch import scratch_folder
 from ssebench.images import layers as layer_definitions
 from ssebench.images.builds import BuildOutput, build_missing, labels_from_json, run_build
-from ssebench.scratch import scratch_folder
 from ssebench.tasks.model import Task
 
 __all__ = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ssebench.host_processes import process_exists
+from ssebench.host.processes import process_exists
 
 RUN_ID = "ssebench.run-id"
 WEBUI = "ssebench.webui"

@@ -13,15 +13,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ssebench import labels
@@ -44,18 +40,19 @@ from ssebench.extensions import (
     RunSpec,
     SidecarPair,
 )
-from ssebench.gone_reader import write_or_drop
+from ssebench.host.output import write_or_drop
 from ssebench.images.layers import image_request
-from ssebench.results import (
+from ssebench.results.directory import (
     NO_MODEL,
     NO_RESULT_MESSAGE,
     RunDirectory,
     utc_now,
     write_json,
 )
+from ssebench.results.unrecorded import write_runner_file
+from ssebench.stopping import RunAbandoned, StopRequest
 from ssebench.task_graders import grade_on_host
 from ssebench.tasks import Task
-from ssebench.unrecorded_runs import write_runner_file
 
 if TYPE_CHECKING:
     from ssebench.proxy import ModelSession
@@ -147,96 +144,6 @@ class RunOutcome:
         return str(self.summary["status"])
 
 
-class RunAbandoned(BaseException):
-    """A second signal: ssebench ends now and leaves the run to its backend (on
-    Kubernetes, to the Job's deadline and time to live). Raised in the main thread by
-    stop_on_signals; the runner records the run from what is on this machine, without
-    calling the backend again."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-class StopRequest:
-    """Turns a first signal during a run into backend.stop with the backend's grace
-    (Backend.stop_grace), once. The stop runs in a thread, so the main thread keeps
-    waiting for the container, which then exits (143) and is recorded as usual.
-
-    A second signal abandons the run (RunAbandoned) unless the run is being recorded
-    already: recording is set by the runner once it no longer needs the backend.
-    """
-
-    def __init__(self) -> None:
-        self.requested = threading.Event()
-        self.recording = threading.Event()
-        self._lock = threading.Lock()
-        self._backend: Backend | None = None
-        self._handle: RunHandle | None = None
-        self._stopping = False
-        # 128 + the second signal: the status the process ends with.
-        self.exit_status: int | None = None
-
-    def attach(self, backend: Backend, handle: RunHandle) -> None:
-        with self._lock:
-            self._backend, self._handle = backend, handle
-        if self.requested.is_set():
-            self._stop_in_background()
-
-    def request(self) -> None:
-        self.requested.set()
-        self._stop_in_background()
-
-    def abandon(self, signum: int) -> None:
-        """The second signal: end now (RunAbandoned), or, while the run is being
-        recorded, once it is recorded."""
-        self.requested.set()
-        self.exit_status = 128 + signum
-        if not self.recording.is_set():
-            raise RunAbandoned(signum)
-
-    def _stop_in_background(self) -> None:
-        with self._lock:
-            if self._stopping or self._backend is None or self._handle is None:
-                return
-            self._stopping = True
-            backend, handle = self._backend, self._handle
-        threading.Thread(
-            target=backend.stop, args=(handle, backend.stop_grace), daemon=True
-        ).start()
-
-
-@contextmanager
-def stop_on_signals(stop: StopRequest, out: TextIO) -> Iterator[None]:
-    """First SIGTERM or SIGINT: stop the run and record it. Second: end the process at
-    once, leaving the run to the backend, and record it from what is on this machine
-    (a run being recorded already finishes that first: it takes no backend call)."""
-    received = 0
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        nonlocal received
-        received += 1
-        name = signal.Signals(signum).name
-        if received == 1:
-            out.write(f"ssebench: {name}: stopping the run; a second signal ends ssebench\n")
-            out.flush()
-            stop.request()
-            return
-        if stop.recording.is_set():
-            out.write(f"ssebench: {name}: recording the run, then exiting\n")
-        else:
-            out.write(f"ssebench: {name}: exiting now; the run is left to the backend\n")
-        out.flush()
-        stop.abandon(signum)
-
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 def _reason(error: BaseException) -> str:
     """An error as one line for summary.json: ssebench's own messages as they are."""
     if isinstance(error, SsebenchError):
@@ -295,7 +202,7 @@ class Runner:
         )
         run_dir.create()
         # Who runs it: a reader that finds it later without summary.json and this process
-        # gone records it (unrecorded_runs.py), as a runner killed outright cannot.
+        # gone records it (results/unrecorded.py), as a runner killed outright cannot.
         write_runner_file(run_dir.path, timeout=settings.timeout, config=settings.config())
         self.say(f"run {settings.run_id}: {run_dir.path}")
         exit_code: int | None = None

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.unrecorded_runs import KILLED_REASON
+from ssebench.results.unrecorded import KILLED_REASON
 from tests.cli import (
     grading_tests,
     prune_records_the_killed_run,

@@ -25,8 +25,8 @@ import pytest
 from ssebench.backends.docker import DockerBackend
 from ssebench.errors import BackendError
 from ssebench.extensions import Images
+from ssebench.results.safe_tar import MAX_BYTES, MAX_DEPTH, MAX_ENTRIES
 from ssebench.runner import READOUT_FAILED, Runner, RunSettings
-from ssebench.safe_tar import MAX_BYTES, MAX_DEPTH, MAX_ENTRIES
 from ssebench.tasks import load_dataset
 from tests.conftest import PILOT_DATASET
 from tests.docker.conftest import archive_objects, new_run_id

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.unrecorded_runs import KILLED_REASON
+from ssebench.results.unrecorded import KILLED_REASON
 from tests.cli import run_arguments, ssebench
 from tests.conftest import PILOT_DATASET
 from tests.kubernetes.cluster import TASK, Cluster, new_run_id

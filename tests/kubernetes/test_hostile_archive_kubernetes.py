@@ -35,8 +35,8 @@ import pytest
 from ssebench.backends.kubernetes import KubernetesBackend
 from ssebench.errors import BackendError
 from ssebench.extensions import Images
+from ssebench.results.safe_tar import MAX_BYTES, MAX_DEPTH, MAX_ENTRIES
 from ssebench.runner import READOUT_FAILED, Runner, RunSettings, image_request
-from ssebench.safe_tar import MAX_BYTES, MAX_DEPTH, MAX_ENTRIES
 from ssebench.tasks import load_dataset
 from tests.conftest import PILOT_DATASET
 from tests.hostile_agent import SETUID_TEXT, hostile_agent, tree_of

@@ -137,7 +137,7 @@ def test_a_runner_killed_during_the_agent_leaves_a_recorded_run_after_prune(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     """SIGKILL, which no runner can answer: the next prune removes the Job and records
-    the run (unrecorded_runs.py), which `runs results` then shows with the reason."""
+    the run (results/unrecorded.py), which `runs results` then shows with the reason."""
     run_id = new_run_id("killed")
     process = start_ssebench(
         *run_arguments(PILOT_DATASET, TASK, "sleeper", run_id, tmp_path, *K8S, "--prebuilt")

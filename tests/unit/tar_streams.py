@@ -1,4 +1,4 @@
-"""Tar streams for the tests of the untrusted-tar extractor (src/ssebench/safe_tar.py):
+"""Tar streams for the tests of the untrusted-tar extractor (src/ssebench/results/safe_tar.py):
 well-formed ones through `tarfile`, hand-made headers and pax records for what
 `tarfile` would refuse to write, and a snapshot of a tree to show that nothing outside
 the destination changed."""
@@ -12,7 +12,7 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from ssebench.safe_tar import BLOCK
+from ssebench.results.safe_tar import BLOCK
 
 END = bytes(2 * BLOCK)
 

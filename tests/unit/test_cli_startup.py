@@ -32,7 +32,7 @@ NOT_FOR_LISTING = (
     "ssebench.backends.docker.network",
     "ssebench.backends.docker.firewall",
     "ssebench.proxy",
-    "ssebench.safe_tar",
+    "ssebench.results.safe_tar",
     "ssebench.tasks",
     "ssebench.agents",
     # Costs of the standard library that listing does without (docs/performance.md).

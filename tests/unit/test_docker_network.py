@@ -22,9 +22,9 @@ from ssebench.backends.docker import network as docker_network
 from ssebench.backends.docker.names import container_name
 from ssebench.backends.docker.network import RunNetwork, bridge_name, network_name
 from ssebench.backends.kubernetes.manifests import network_policy
+from ssebench.backends.network_ranges import PRIVATE_IPV4_RANGES
 from ssebench.errors import BackendError
 from ssebench.extensions import NetworkPolicy, RunHandle
-from ssebench.network_ranges import PRIVATE_IPV4_RANGES
 from ssebench.proxy.stack_service import SERVICE_URL
 from tests.unit.test_docker_backend import SENTINEL, a_container, make_spec
 from tests.unit.test_images import FakeDocker, fake_docker_on_path

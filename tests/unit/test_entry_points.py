@@ -1,4 +1,4 @@
-"""ssebench.entry_points reads what importlib.metadata reads, without importing it."""
+"""ssebench.host.entry_points reads what importlib.metadata reads, without importing it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench import entry_points
+from ssebench.host import entry_points as entry_points
 
 
 @pytest.mark.parametrize("group", ["ssebench.backends", "ssebench.agents", "console_scripts"])

@@ -15,7 +15,7 @@ import pytest
 
 from ssebench.cli import runs as runs_cli
 from ssebench.cli.main import main
-from ssebench.gone_reader import dropping_stream, write_or_drop
+from ssebench.host.output import dropping_stream, write_or_drop
 
 
 def test_a_stream_whose_reader_is_gone_is_silenced() -> None:
@@ -74,7 +74,7 @@ def test_the_exit_status_survives_the_last_flush() -> None:
     status stays the process's own."""
     script = (
         "import sys\n"
-        "from ssebench.gone_reader import write_or_drop\n"
+        "from ssebench.host.output import write_or_drop\n"
         "assert not write_or_drop(sys.stdout, 'verdict\\n')\n"
         "print('more')\n"
         "sys.exit(3)\n"

@@ -39,7 +39,7 @@ BREAKS = [
     ),
     (
         "extensions.py",
-        "from ssebench import scratch",
+        "from ssebench.host import scratch",
         "The public interface ssebench.extensions imports only errors and labels",
     ),
 ]

@@ -18,8 +18,8 @@ from ssebench.cli import runs as runs_cli
 from ssebench.cli.main import main
 from ssebench.cli.runs import abandoned_reason
 from ssebench.extensions import ProxyEndpoint, RunHandle, RunInfo
+from ssebench.host.scratch import scratch_folder
 from ssebench.proxy import MASTER_KEY_VARIABLE, ProxyClient
-from ssebench.scratch import scratch_folder
 from tests.fixtures.litellm_admin_standin import litellm_standin
 
 

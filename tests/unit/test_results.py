@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.errors import UserError
-from ssebench.results import RunDirectory, check_run_id, new_run_id, path_component
+from ssebench.results.directory import RunDirectory, check_run_id, new_run_id, path_component
 
 
 def test_default_run_id_shape() -> None:

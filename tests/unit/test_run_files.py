@@ -1,4 +1,4 @@
-"""ssebench.run_files: reading a run directory that a hostile agent wrote, on the host."""
+"""ssebench.results.files: reading a run directory that a hostile agent wrote, on the host."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ssebench import run_files
 from ssebench.errors import UserError
-from ssebench.run_files import ReadLimits, UnsafeFileError
+from ssebench.results import files as run_files
+from ssebench.results.files import ReadLimits, UnsafeFileError
 
 
 @pytest.fixture

@@ -12,8 +12,9 @@ import pytest
 from ssebench.agents import load_agent
 from ssebench.errors import BackendError
 from ssebench.extensions import ImageRequest, Images, RunHandle, RunSpec
-from ssebench.results import NO_RESULT_MESSAGE
-from ssebench.runner import Runner, RunSettings, StopRequest
+from ssebench.results.directory import NO_RESULT_MESSAGE
+from ssebench.runner import Runner, RunSettings
+from ssebench.stopping import StopRequest
 from ssebench.tasks import load_dataset
 from ssebench.testing.fake import FakeBackend
 
@@ -311,7 +312,7 @@ def test_an_abandoned_run_is_recorded_without_calling_the_backend_again(
 
 
 def test_a_second_signal_while_recording_lets_the_recording_finish() -> None:
-    from ssebench.runner import RunAbandoned
+    from ssebench.stopping import RunAbandoned
 
     stop = StopRequest()
     with pytest.raises(RunAbandoned):

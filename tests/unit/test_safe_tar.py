@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssebench.safe_tar import Limits, UnsafeArchiveError, extract
+from ssebench.results.safe_tar import Limits, UnsafeArchiveError, extract
 from tests.unit.tar_streams import chunks, snapshot, tar_bytes, tar_info
 
 

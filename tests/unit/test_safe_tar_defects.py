@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ssebench.safe_tar import (
+from ssebench.results.safe_tar import (
     BLOCK,
     MAX_EXTENDED_HEADER,
     Limits,

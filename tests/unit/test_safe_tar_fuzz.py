@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ssebench.safe_tar import BLOCK, Limits, UnsafeArchiveError, extract
+from ssebench.results.safe_tar import BLOCK, Limits, UnsafeArchiveError, extract
 from tests.unit.tar_streams import chunks, padded, pax_record, snapshot, with_checksum
 
 MAX_BYTES = 20_000

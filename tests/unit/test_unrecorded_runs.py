@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ssebench.unrecorded_runs import (
+from ssebench.results.unrecorded import (
     KILLED_REASON,
     RUNNER_FILE,
     record_killed_runs,

@@ -30,7 +30,7 @@ from ssebench.extensions import (
     RunInfo,
     RunSpec,
 )
-from ssebench.results import write_json
+from ssebench.results.directory import write_json
 from ssebench.webui.app import create_app
 from ssebench.webui.catalog import select
 from ssebench.webui.launcher import Launcher

@@ -15,7 +15,7 @@ pytest.importorskip("starlette.testclient")
 from ssebench.cli.eval import PartialReports
 from ssebench.extensions import ProxyEndpoint
 from ssebench.reports.summary import summarize_entries
-from ssebench.results import write_json
+from ssebench.results.directory import write_json
 from ssebench.webui.models import offered_models
 from tests.unit.test_webui import AUTH, daemon, make_client  # noqa: F401
 

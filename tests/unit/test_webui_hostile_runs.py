@@ -29,7 +29,7 @@ pytest.importorskip("starlette.testclient")
 
 from starlette.testclient import TestClient
 
-from ssebench.results import iter_summaries
+from ssebench.results.directory import iter_summaries
 from ssebench.webui.app import create_app
 from ssebench.webui.dialog import dialog_from_daemon
 from ssebench.webui.settings import WebSettings

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ssebench.results import write_json
+from ssebench.results.directory import write_json
 from tests.webui.conftest import TOKEN, Server, start_server, stop_server
 
 pytestmark = pytest.mark.browser

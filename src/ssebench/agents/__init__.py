@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ssebench import entry_points as installed
-from ssebench.entry_points import EntryPoint
 from ssebench.errors import UserError
+from ssebench.host import entry_points as installed
+from ssebench.host.entry_points import EntryPoint
 
 AGENTS_DIR = Path(__file__).parent
 REFERENCE = "reference"
@@ -232,7 +232,7 @@ def _entry_point_folder(entry_point: EntryPoint) -> Path:
 
 def entry_points(*, group: str) -> Iterable[EntryPoint]:
     """The entry points of group, read without importlib.metadata, whose import (email,
-    zipfile, ...) costs a run's start-up more than reading them (ssebench.entry_points)."""
+    zipfile, ...) costs a run's start-up more than reading them (ssebench.host.entry_points)."""
     return installed.entry_points(group)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from ssebench.entry_points import EntryPoint, entry_points
 from ssebench.errors import UserError
+from ssebench.host.entry_points import EntryPoint, entry_points
 
 # typing.TYPE_CHECKING without importing typing: see cli/main.py.
 TYPE_CHECKING = False
@@ -20,7 +20,7 @@ BUILT_IN_DOCKER = "ssebench.backends.docker:DockerBackend"
 
 
 def _entry_points() -> dict[str, EntryPoint]:
-    # ssebench.entry_points, not importlib.metadata, whose import (email, zipfile, ...)
+    # ssebench.host.entry_points, not importlib.metadata, whose import (email, zipfile, ...)
     # costs more than the rest of `ssebench runs list`.
     found: dict[str, EntryPoint] = {}
     for entry_point in entry_points(group=GROUP):

@@ -238,7 +238,7 @@ def check_command(arguments: argparse.Namespace) -> int:
     from ssebench.cli.output import print_table
     from ssebench.dataset_check import EXPECTED, verdicts
     from ssebench.evaluation import Evaluation, Limits, MatrixEntry, TaskRun, default_jobs
-    from ssebench.results import make_results_root, write_json
+    from ssebench.results.directory import make_results_root, write_json
 
     dataset = load_dataset(Path(arguments.dir))
     tasks = select_tasks(dataset.tasks, arguments.tasks)

@@ -17,9 +17,9 @@ from typing import Any
 
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.backends.docker import firewall as docker_firewall
+from ssebench.backends.network_ranges import PRIVATE_IPV4_RANGES
 from ssebench.cli.output import print_json
 from ssebench.errors import SsebenchError
-from ssebench.network_ranges import PRIVATE_IPV4_RANGES
 
 # The state column of /proc/net/tcp for a listening socket.
 LISTEN_STATE = "0A"

@@ -39,9 +39,9 @@ from ssebench.evaluation import (
     stop_on_signals,
 )
 from ssebench.extensions import PARALLEL_RUNS_VARIABLE
-from ssebench.gone_reader import dropping_stream
+from ssebench.host.output import dropping_stream
 from ssebench.reports.tables import percent
-from ssebench.results import check_run_id, make_results_root, new_run_id, write_json
+from ssebench.results.directory import check_run_id, make_results_root, new_run_id, write_json
 from ssebench.runner import RunSettings
 from ssebench.tasks import Dataset, Task
 from ssebench.tasks.sources import resolve_dataset

@@ -26,7 +26,7 @@ from typing import Any
 
 from ssebench.cli.options import add_batch_options, batch_run_options
 from ssebench.errors import UserError
-from ssebench.results import path_component
+from ssebench.results.directory import path_component
 
 AGENT = "given-patch"
 # The given-patch agent's exit status when neither git apply nor patch applies it.
@@ -89,7 +89,7 @@ def grade_command(arguments: argparse.Namespace) -> int:
         default_jobs,
         stop_on_signals,
     )
-    from ssebench.results import make_results_root, write_json
+    from ssebench.results.directory import make_results_root, write_json
     from ssebench.swebench.predictions import official_report, read_predictions, tasks_by_instance
     from ssebench.tasks.sources import resolve_dataset
 

@@ -12,7 +12,7 @@ from types import FrameType
 
 from ssebench import __version__
 from ssebench.errors import SsebenchError
-from ssebench.gone_reader import dropping_stream
+from ssebench.host.output import dropping_stream
 
 # typing.TYPE_CHECKING without importing typing, whose import is 2 ms of `ssebench runs
 # list` (docs/performance.md, "`runs list` without the extension API"). The modules on

@@ -13,9 +13,10 @@ from ssebench.agents import load_agent
 from ssebench.backends import load_backend, selected_backend_name
 from ssebench.errors import UserError
 from ssebench.extensions import Egress
-from ssebench.gone_reader import write_or_drop
-from ssebench.results import check_run_id, make_results_root, new_run_id
-from ssebench.runner import RunAbandoned, Runner, RunSettings, StopRequest, stop_on_signals
+from ssebench.host.output import write_or_drop
+from ssebench.results.directory import check_run_id, make_results_root, new_run_id
+from ssebench.runner import Runner, RunSettings
+from ssebench.stopping import RunAbandoned, StopRequest, stop_on_signals
 from ssebench.tasks.sources import resolve_dataset
 
 if TYPE_CHECKING:

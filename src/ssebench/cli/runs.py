@@ -16,7 +16,7 @@ from ssebench import labels
 from ssebench.backends import is_built_in_docker, load_backend, selected_backend_name
 from ssebench.cli.output import print_json, print_table
 from ssebench.errors import SsebenchError
-from ssebench.gone_reader import write_or_drop
+from ssebench.host.output import write_or_drop
 
 # typing.TYPE_CHECKING without importing typing: see cli/main.py.
 TYPE_CHECKING = False
@@ -320,11 +320,13 @@ def prune_command(arguments: argparse.Namespace) -> int:
         removed.append({"run_id": None, "name": name, "reason": reason})
         if not arguments.json:
             print(f"removed {name}: {reason}")
-    # Build folders of runners killed before they could remove them (ssebench.scratch).
+    # Build folders of runners killed before they could remove them (ssebench.host.scratch).
     from pathlib import Path
 
-    from ssebench.scratch import remove_abandoned_folders  # here: `runs list` starts without it
-    from ssebench.unrecorded_runs import KILLED_REASON, record_killed_runs
+    from ssebench.host.scratch import (
+        remove_abandoned_folders,  # here: `runs list` starts without it
+    )
+    from ssebench.results.unrecorded import KILLED_REASON, record_killed_runs
 
     folders = [str(path) for path in remove_abandoned_folders()]
     # The run directories of killed runners: under --dir, and where the removed runs'
@@ -356,8 +358,8 @@ def prune_command(arguments: argparse.Namespace) -> int:
 def results_command(arguments: argparse.Namespace) -> int:
     from pathlib import Path  # here, as below: `runs list` starts without them
 
-    from ssebench.results import iter_summaries
-    from ssebench.unrecorded_runs import KILLED_REASON, record_killed_runs
+    from ssebench.results.directory import iter_summaries
+    from ssebench.results.unrecorded import KILLED_REASON, record_killed_runs
 
     root = Path(arguments.dir)
     for run_dir in record_killed_runs(root):

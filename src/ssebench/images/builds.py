@@ -35,6 +35,7 @@ from ssebench.docker_cli import (
 )
 from ssebench.errors import ImageUnavailableError, UserError
 from ssebench.extensions import ImageBuilder, ImageLayer, ImageRequest, Images, prebuilt_images
+from ssebench.host.scratch import scratch_folder
 from ssebench.images.layers import (
     BUILD_CA_VARIABLE,
     DIGEST_LABEL,
@@ -44,7 +45,6 @@ from ssebench.images.layers import (
     sidecar_layers,
     with_inputs,
 )
-from ssebench.scratch import scratch_folder
 from ssebench.tasks.model import Task
 
 __all__ = [

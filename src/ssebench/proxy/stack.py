@@ -24,8 +24,8 @@ from pathlib import Path
 from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import UserError
 from ssebench.extensions import ProxyEndpoint
+from ssebench.host.scratch import scratch_folder
 from ssebench.images.layers import add_build_ca
-from ssebench.scratch import scratch_folder
 
 from .models import MASTER_KEY_VARIABLE, ModelCatalog
 from .stack_service import PROJECT, SERVICE, SERVICE_URL

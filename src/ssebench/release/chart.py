@@ -29,10 +29,10 @@ import yaml
 from ssebench import __version__
 from ssebench.docker_cli import run_docker
 from ssebench.errors import UserError
+from ssebench.host.scratch import scratch_folder
 from ssebench.images import publish
 from ssebench.images.builds import docker_image_builder
 from ssebench.release.services import SERVICES, service_image
-from ssebench.scratch import scratch_folder
 
 __all__ = ["RELEASE_REGISTRY_VARIABLE", "ChartRelease", "publish_chart", "release_registry"]
 

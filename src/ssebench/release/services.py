@@ -14,8 +14,8 @@ from pathlib import Path
 from ssebench import __version__
 from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import UserError
+from ssebench.host.scratch import scratch_folder
 from ssebench.images.layers import add_build_ca
-from ssebench.scratch import scratch_folder
 
 SERVICES = ("litellm", "catalog", "webui", "postgres")
 BUILD_TIMEOUT_SECONDS = 1800.0

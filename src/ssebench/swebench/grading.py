@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ssebench import run_files
 from ssebench.errors import UserError
+from ssebench.results import files as run_files
 from ssebench.swebench.markers import hidden_step_output, with_exit_status
 from ssebench.swebench.package import package_version, parser_registry, swebench_module
 from ssebench.tasks.model import Task

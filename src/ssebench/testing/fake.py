@@ -36,7 +36,7 @@ from ssebench.extensions import (
     RunSpec,
     RunState,
 )
-from ssebench.host_processes import process_exists
+from ssebench.host.processes import process_exists
 from ssebench.labels import matches
 
 STATE_VARIABLE = "SSEBENCH_FAKE_STATE"

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from ssebench.gone_reader import write_or_drop
+from ssebench.host.output import write_or_drop
 
 STOPPED = 143
 

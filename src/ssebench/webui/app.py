@@ -46,7 +46,7 @@ from ssebench import __version__
 from ssebench.backends import load_backend
 from ssebench.errors import SsebenchError, UserError
 from ssebench.extensions import Backend
-from ssebench.results import check_run_id
+from ssebench.results.directory import check_run_id
 from ssebench.webui.assistant import Assistant, Panels, converse, unavailable_reason
 from ssebench.webui.catalog import SORT_KEYS, RunCatalog, RunRecord, results_root, row, select
 from ssebench.webui.evaluations import Evaluations, ReportNotFound

@@ -20,8 +20,8 @@ from typing import Any
 from ssebench import labels
 from ssebench.errors import SsebenchError
 from ssebench.extensions import Backend, RunInfo
-from ssebench.results import SUMMARY_FILE, read_json
-from ssebench.unrecorded_runs import record_killed_runs
+from ssebench.results.directory import SUMMARY_FILE, read_json
+from ssebench.results.unrecorded import record_killed_runs
 
 LIVE_SECONDS = 2.0
 RESULTS_SECONDS = 2.0

@@ -24,8 +24,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ssebench import run_files
-from ssebench.results import ARCHIVE_DIR, HARNESS_EVENTS_FILE
+from ssebench.results import files as run_files
+from ssebench.results.directory import ARCHIVE_DIR, HARNESS_EVENTS_FILE
 from ssebench.runtime.dialog import RUNTIME_EVENT_TYPES
 
 DIALOG_FILE = "dialog.jsonl"

@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ssebench import run_files
 from ssebench.errors import UserError
 from ssebench.reports.comparison import compare, compare_entries
 from ssebench.reports.summary import REPORT_COMMANDS, upgrade
-from ssebench.results import check_run_id
+from ssebench.results import files as run_files
+from ssebench.results.directory import check_run_id
 
 REPORT_NAME = re.compile(r"^(eval|grade)-[A-Za-z0-9][A-Za-z0-9._-]{0,120}\.json$")
 REPORT_BYTES = 32 * 1024 * 1024

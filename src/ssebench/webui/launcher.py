@@ -24,7 +24,7 @@ from typing import Any
 
 from ssebench.agents import Agent, discover_agents
 from ssebench.errors import SsebenchError, UserError
-from ssebench.results import check_run_id, new_run_id
+from ssebench.results.directory import check_run_id, new_run_id
 from ssebench.tasks.dataset import Dataset
 from ssebench.tasks.sources import resolve_dataset
 from ssebench.webui.settings import TOKEN_VARIABLE, WebSettings

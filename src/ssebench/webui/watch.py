@@ -19,10 +19,10 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from ssebench import run_files
 from ssebench.errors import SsebenchError
 from ssebench.extensions import Backend, RunInfo
-from ssebench.results import ARCHIVE_DIR, RESULT_FILE, read_json
+from ssebench.results import files as run_files
+from ssebench.results.directory import ARCHIVE_DIR, RESULT_FILE, read_json
 from ssebench.webui.catalog import RunRecord, mapping, row
 from ssebench.webui.dialog import dialog_from_daemon, dialog_from_files
 

@@ -18,7 +18,7 @@ from ssebench.backends.kubernetes.config import KubernetesSettings
 from ssebench.backends.kubernetes.image_check import ImageCheck
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import ImageRequest, RunHandle
-from ssebench.runner import RunAbandoned
+from ssebench.stopping import RunAbandoned
 from tests.unit.kubernetes.test_manifests import RUN_ID, make_spec
 
 

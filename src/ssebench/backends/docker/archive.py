@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import quote
 
-from ssebench import docker_cli, safe_tar
+from ssebench import docker_cli
 from ssebench.backends.docker import engine
 from ssebench.backends.docker.commands import (
     container_ids,
@@ -45,6 +45,7 @@ from ssebench.extensions import (
     end_process,
 )
 from ssebench.labels import ARCHIVE_OF
+from ssebench.results import safe_tar as safe_tar
 
 # Reads of `docker cp`'s tar stream, and the most of tar padding read after the end.
 COPY_CHUNK = 1024 * 1024

@@ -55,7 +55,7 @@ from ssebench.extensions import (
     environment_container,
     seconds_left,
 )
-from ssebench.lazy_modules import LazyModule
+from ssebench.host.lazy_modules import LazyModule
 
 if TYPE_CHECKING:
     from ssebench.backends.docker import archive, children, cleanup, containers, cpu_shares, logs

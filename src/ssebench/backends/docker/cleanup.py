@@ -44,7 +44,7 @@ from ssebench.extensions import (
     RunHandle,
     end_process,
 )
-from ssebench.host_processes import process_exists
+from ssebench.host.processes import process_exists
 from ssebench.labels import ARCHIVE_OF
 
 

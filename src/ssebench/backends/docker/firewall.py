@@ -26,7 +26,7 @@ import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ssebench.network_ranges import PRIVATE_IPV4_RANGES
+from ssebench.backends.network_ranges import PRIVATE_IPV4_RANGES
 
 IPTABLES = "iptables"
 FORWARD_CHAIN = "DOCKER-USER"

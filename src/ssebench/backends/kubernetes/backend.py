@@ -27,7 +27,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ssebench import safe_tar
 from ssebench.agents import REFERENCE as REFERENCE_AGENT
 from ssebench.backends.kubernetes import (
     client,
@@ -58,8 +57,9 @@ from ssebench.extensions import (
     RunSpec,
     prebuilt_images,
 )
-from ssebench.gone_reader import write_or_drop
+from ssebench.host.output import write_or_drop
 from ssebench.labels import DEADLINE, KEEP, RESULTS, RUN_ID, RUNNER_HOST, RUNNER_PID, matches
+from ssebench.results import safe_tar as safe_tar
 
 __all__ = ["KubernetesBackend"]
 

@@ -21,10 +21,10 @@ from ssebench.backends.kubernetes.config import (
     is_label_key,
     is_label_value,
 )
+from ssebench.backends.network_ranges import PRIVATE_IPV4_RANGES
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import ARCHIVE_TARGET, REFERENCE_PATCH_TARGET, RESULTS_TARGET, RunSpec
 from ssebench.labels import RESULTS, RUN_ID
-from ssebench.network_ranges import PRIVATE_IPV4_RANGES
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "ssebench"

@@ -8,7 +8,7 @@
     final.patch, agent.log, daemon.log, evaluator.log, entrypoint.log
     archive/        the agent's own files, with dialog.jsonl
 
-Everything in it is read through ssebench.run_files (never following a link).
+Everything in it is read through ssebench.results.files (never following a link).
 <results>/<task>/<model>/<agent>/latest -> <newest run id>
 """
 
@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ssebench import run_files
 from ssebench.errors import UserError
+from ssebench.results import files as run_files
 
 RESULT_FILE = "result.json"
 SUMMARY_FILE = "summary.json"

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ssebench.host_processes import process_exists
-from ssebench.results import LATEST_LINK, RESULT_FILE, STATUSES, SUMMARY_FILE, read_json
+from ssebench.host.processes import process_exists
+from ssebench.results.directory import LATEST_LINK, RESULT_FILE, STATUSES, SUMMARY_FILE, read_json
 
 RUNNER_FILE = "runner.json"
 KILLED_REASON = "the runner was killed before it recorded the run"

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ssebench.host_processes import process_exists
+from ssebench.host.processes import process_exists
 
 _NAME = re.compile(r"^ssebench-[a-z0-9-]+-pid(\d+)-[A-Za-z0-9_]+$")
 
