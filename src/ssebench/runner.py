@@ -51,8 +51,8 @@ from ssebench.results.directory import (
 )
 from ssebench.results.unrecorded import write_runner_file
 from ssebench.stopping import RunAbandoned, StopRequest
-from ssebench.task_graders import grade_on_host
 from ssebench.tasks import Task
+from ssebench.tasks.graders import grade_on_host
 
 if TYPE_CHECKING:
     from ssebench.proxy import ModelSession

@@ -3,6 +3,7 @@ FAIL_TO_PASS / PASS_TO_PASS report from the hidden step's output in evaluator.lo
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import shutil
@@ -12,11 +13,12 @@ from typing import Any
 import pytest
 
 from ssebench.agents import load_agent
+from ssebench.errors import TaskError
 from ssebench.extensions import RunHandle
 from ssebench.runner import Runner, RunSettings
 from ssebench.swebench.grading import GRADING_FILE, grade_run, report_for_output
 from ssebench.swebench.markers import hidden_test_command
-from ssebench.task_graders import grade_on_host, hidden_tests_ran
+from ssebench.tasks.graders import find_grader, grade_on_host, hidden_tests_ran
 from ssebench.tasks.model import Task, load_task
 from ssebench.testing.fake import FakeBackend
 from tests.conftest import TINY_DATASET as TINY
@@ -261,3 +263,26 @@ def test_output_the_tests_forge_cannot_pass_a_failed_run(tmp_path: Path) -> None
     grade = grade_run(task, run_dir, container_grade(hidden_ok=False))
     assert grade["status"] == "failed"
     assert grade["tests"]["resolved"] is False
+
+
+def test_graders_are_found_by_entry_point_and_an_unknown_one_is_an_error(
+    tmp_path: Path,
+) -> None:
+    """The SWE-bench grader is registered as an entry point of group ssebench.graders,
+    as any package's would be; a task naming a grader nobody installed is refused at
+    load, and a run of one (a task folder changed since) is an error, never a crash."""
+    assert find_grader("swebench") is grade_run
+    assert find_grader("nobody-installed-this") is None
+    task = make_task(tmp_path)
+    shutil.copytree(TINY / "tiny-add", tmp_path / "tiny-add")
+    yaml_file = tmp_path / "tiny-add" / "task.yaml"
+    yaml_file.write_text(yaml_file.read_text() + "grader: nobody-installed-this\n")
+    with pytest.raises(TaskError, match="field 'grader' must be one of swebench"):
+        load_task(tmp_path / "tiny-add")
+    graded = grade_on_host(
+        dataclasses.replace(task, grader="nobody-installed-this"), tmp_path, container_grade(True)
+    )
+    assert (graded["status"], graded["error_msg"]) == (
+        "error",
+        "Unknown grader 'nobody-installed-this'",
+    )

@@ -13,18 +13,26 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.errors import TaskError
+from ssebench.host.entry_points import entry_points
 
 TASK_FILE = "task.yaml"
 SOURCE_FOLDER = "repo"
 HIDDEN_FOLDER = "hidden"
 REFERENCE_PATCH = "reference.patch"
 ENVIRONMENT_FOLDER = "environment"
-# Graders that decide a run on the host from its test output (ssebench.task_graders).
-GRADERS = ("swebench",)
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 LANGUAGES = ("python", "c", "go", "rust", "java", "javascript", "shell")
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
 PACKAGE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")
+
+
+# The entry point group of the graders that decide a run on the host (tasks/graders.py).
+GRADERS_GROUP = "ssebench.graders"
+
+
+def grader_names() -> list[str]:
+    """The names of the installed graders."""
+    return sorted({entry.name for entry in entry_points(GRADERS_GROUP)})
 
 
 @dataclass(frozen=True)
@@ -172,9 +180,10 @@ def load_task(folder: Path, dataset: str = "local") -> Task:
     if not (folder / REFERENCE_PATCH).is_file():
         raise TaskError(f"{folder}: the file {REFERENCE_PATCH} is missing", path=str(folder))
     grader = _text(data, "grader", file, required=False) or None
-    if grader is not None and grader not in GRADERS:
+    if grader is not None and grader not in grader_names():
         raise TaskError(
-            f"{file}: field 'grader' must be one of {', '.join(GRADERS)} (or left out)",
+            f"{file}: field 'grader' must be one of {', '.join(grader_names())} (or left "
+            f"out): the graders installed (entry points of group {GRADERS_GROUP})",
             path=str(file),
             field="grader",
         )

@@ -6,14 +6,31 @@ then, when its hidden-test step ran, the runner hands the grade to the named gra
 which reads that step's output from evaluator.log and decides passed or failed with
 per-test outcomes (result.json `tests`). A grade that is already an error, stopped,
 timed out or failed before the hidden tests is left as it is.
+
+A grader is found by its name among the entry points of group `ssebench.graders`
+(`grade(task, run_dir, grade) -> grade`): ssebench's own SWE-bench grader registers
+there as any other would, so the task format does not know the graders' packages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ssebench.tasks.model import Task
+from ssebench.host.entry_points import entry_points
+from ssebench.tasks.model import GRADERS_GROUP, Task
+
+Grader = Callable[[Task, Path, dict[str, Any]], dict[str, Any]]
+
+
+def find_grader(name: str) -> Grader | None:
+    """The grader so named, loaded; None when no installed package registers it."""
+    for entry in entry_points(GRADERS_GROUP):
+        if entry.name == name:
+            grader: Grader = entry.load()
+            return grader
+    return None
 
 
 def grade_on_host(task: Task, run_dir: Path, grade: dict[str, Any]) -> dict[str, Any]:
@@ -24,11 +41,10 @@ def grade_on_host(task: Task, run_dir: Path, grade: dict[str, Any]) -> dict[str,
     if task.grader is None or not hidden_tests_ran(grade):
         return grade
     try:
-        if task.grader == "swebench":
-            from ssebench.swebench.grading import grade_run
-
-            return grade_run(task, run_dir, grade)
-        return {**grade, "status": "error", "error_msg": f"Unknown grader {task.grader!r}"}
+        grader = find_grader(task.grader)
+        if grader is None:
+            return {**grade, "status": "error", "error_msg": f"Unknown grader {task.grader!r}"}
+        return grader(task, run_dir, grade)
     except Exception as error:  # a grader's failure is the run's error, not the runner's
         return {**grade, "status": "error", "error_msg": f"Grader error: {error}"}
 
