@@ -6,8 +6,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from ssebench.dataset_check import verdicts
-from ssebench.evaluation import TaskRun
+from ssebench.evaluation.dataset_check import verdicts
+from ssebench.evaluation.matrix import TaskRun
 from ssebench.tasks import load_dataset
 from tests.cli import ssebench
 from tests.conftest import TINY_DATASET

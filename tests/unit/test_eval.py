@@ -22,16 +22,10 @@ import pytest
 from ssebench.agents import load_agent
 from ssebench.cli.eval_display import Progress
 from ssebench.errors import BackendError, ImageUnavailableError, UserError
-from ssebench.evaluation import (
-    Evaluation,
-    Limits,
-    MatrixEntry,
-    RetryPolicy,
-    TaskRun,
-    default_jobs,
-    is_transient,
-    recorded_grades,
-)
+from ssebench.evaluation.matrix import Limits, MatrixEntry, TaskRun, default_jobs
+from ssebench.evaluation.recorded import recorded_grades
+from ssebench.evaluation.scheduled_backend import RetryPolicy, is_transient
+from ssebench.evaluation.scheduler import Evaluation
 from ssebench.extensions import ImageRequest, Images, RunHandle, RunSpec
 from ssebench.proxy.keys import RunKey, Spend
 from ssebench.runner import RunSettings

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ssebench.evaluation import Limits, MatrixEntry, TaskRun, longest_first, remembered_seconds
+from ssebench.evaluation.matrix import Limits, MatrixEntry, TaskRun
+from ssebench.evaluation.recorded import longest_first, remembered_seconds
 from tests.unit.test_eval import CountingBackend, evaluation, many_tasks
 
 

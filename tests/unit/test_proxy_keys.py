@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from ssebench.agents import load_agent
-from ssebench.evaluation import Evaluation, Limits, MatrixEntry
+from ssebench.evaluation.matrix import Limits, MatrixEntry
+from ssebench.evaluation.scheduler import Evaluation
 from ssebench.extensions import ProxyEndpoint
 from ssebench.proxy import ModelAccessPlan, ProxyClient, ProxyError, open_model_session
 from ssebench.proxy.session import MASTER_KEY_FOR_RUNS_VARIABLE

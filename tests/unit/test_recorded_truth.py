@@ -13,7 +13,10 @@ import pytest
 
 from ssebench.agents import load_agent
 from ssebench.errors import BackendError
-from ssebench.evaluation import Evaluation, Limits, MatrixEntry, RetryPolicy, recorded_grades
+from ssebench.evaluation.matrix import Limits, MatrixEntry
+from ssebench.evaluation.recorded import recorded_grades
+from ssebench.evaluation.scheduled_backend import RetryPolicy
+from ssebench.evaluation.scheduler import Evaluation
 from ssebench.extensions import RunHandle
 from ssebench.runner import READOUT_FAILED, Runner, RunSettings
 from ssebench.tasks import load_dataset

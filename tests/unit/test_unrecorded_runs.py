@@ -123,7 +123,7 @@ def test_runs_results_and_prune_record_and_show_them(
 
 
 def test_an_evaluation_records_a_killed_run_and_runs_its_task_again(tmp_path: Path) -> None:
-    from ssebench.evaluation import Limits
+    from ssebench.evaluation.matrix import Limits
     from ssebench.testing.fake import FakeBackend
     from tests.unit.test_eval import evaluation, many_tasks
 

@@ -236,8 +236,9 @@ def check_command(arguments: argparse.Namespace) -> int:
     )
     from ssebench.cli.eval_display import Progress
     from ssebench.cli.output import print_table
-    from ssebench.dataset_check import EXPECTED, verdicts
-    from ssebench.evaluation import Evaluation, Limits, MatrixEntry, TaskRun, default_jobs
+    from ssebench.evaluation.dataset_check import EXPECTED, verdicts
+    from ssebench.evaluation.matrix import Limits, MatrixEntry, TaskRun, default_jobs
+    from ssebench.evaluation.scheduler import Evaluation
     from ssebench.results.directory import make_results_root, write_json
 
     dataset = load_dataset(Path(arguments.dir))

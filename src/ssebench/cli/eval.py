@@ -29,15 +29,9 @@ from ssebench.cli.eval_display import Progress, clock, money
 from ssebench.cli.options import RUN_OPTIONS
 from ssebench.cli.output import print_table
 from ssebench.errors import UserError
-from ssebench.evaluation import (
-    Evaluation,
-    Limits,
-    MatrixEntry,
-    RetryPolicy,
-    TaskRun,
-    default_jobs,
-    stop_on_signals,
-)
+from ssebench.evaluation.matrix import Limits, MatrixEntry, TaskRun, default_jobs
+from ssebench.evaluation.scheduled_backend import RetryPolicy
+from ssebench.evaluation.scheduler import Evaluation, stop_on_signals
 from ssebench.extensions import PARALLEL_RUNS_VARIABLE
 from ssebench.host.output import dropping_stream
 from ssebench.reports.tables import percent

@@ -12,7 +12,8 @@ import contextlib
 import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ssebench.evaluation import Evaluation, MatrixEntry, TaskRun
+from ssebench.evaluation.matrix import MatrixEntry, TaskRun
+from ssebench.evaluation.scheduler import Evaluation
 
 if TYPE_CHECKING:
     from rich.live import Live

@@ -81,14 +81,8 @@ def grade_command(arguments: argparse.Namespace) -> int:
         runs_at_once,
     )
     from ssebench.cli.eval_display import Progress
-    from ssebench.evaluation import (
-        Evaluation,
-        Limits,
-        MatrixEntry,
-        TaskRun,
-        default_jobs,
-        stop_on_signals,
-    )
+    from ssebench.evaluation.matrix import Limits, MatrixEntry, TaskRun, default_jobs
+    from ssebench.evaluation.scheduler import Evaluation, stop_on_signals
     from ssebench.results.directory import make_results_root, write_json
     from ssebench.swebench.predictions import official_report, read_predictions, tasks_by_instance
     from ssebench.tasks.sources import resolve_dataset
@@ -243,7 +237,7 @@ def _reason(run: Any) -> str | None:
     """Why a prediction is not resolved: the patch that does not apply (the given-patch
     agent's exit status in result.json), else the tests that failed, else the run's own
     error_msg."""
-    from ssebench.dataset_check import failed_tests
+    from ssebench.evaluation.dataset_check import failed_tests
 
     if run.status == "passed":
         return None

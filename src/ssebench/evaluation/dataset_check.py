@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ssebench.evaluation import TaskRun
+from ssebench.evaluation.matrix import TaskRun
 from ssebench.results import files as run_files
 
 # The agent whose run checks each side, and the grade that run must get.

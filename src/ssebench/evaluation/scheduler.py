@@ -37,28 +37,23 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import queue
-import random
 import signal
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ssebench.errors import BackendError, SsebenchError, UserError
+from ssebench.errors import SsebenchError, UserError
 from ssebench.extensions import (
     Backend,
-    ImageRequest,
     Images,
-    ProxyEndpoint,
     RunHandle,
-    RunInfo,
-    RunSpec,
 )
-from ssebench.results.directory import NO_MODEL, RunDirectory, iter_summaries, read_json, utc_now
+from ssebench.results.directory import RunDirectory, read_json, utc_now
 from ssebench.results.unrecorded import record_killed_runs
 from ssebench.runner import Runner, RunSettings
 from ssebench.stopping import StopRequest
@@ -66,240 +61,17 @@ from ssebench.tasks import Task
 
 if TYPE_CHECKING:
     from ssebench.proxy import ModelAccessPlan, ModelSession
+from ssebench.evaluation.matrix import Limits, MatrixEntry, Status, TaskRun
+from ssebench.evaluation.recorded import (
+    RecordedFilter,
+    all_recorded_grades,
+    longest_first,
+    remembered_seconds,
+    spend_of,
+)
+from ssebench.evaluation.scheduled_backend import RetryPolicy, ScheduledBackend, StoppedBeforeStart
 
 REPORT_SCHEMA = 2
-GRADED = ("passed", "failed")
-
-State = Literal["queued", "preparing", "ready", "starting", "running", "removing", "done"]
-# What became of a task: a grade (passed, failed), error (no grade: the run or its
-# images failed), stopped (interrupted: recorded but not a grade), not_run (never begun).
-Status = Literal["passed", "failed", "error", "stopped", "not_run"]
-
-# Failures of backend.start that clear by themselves: the platform did not answer or
-# asked to be called again later. Only these are retried. Everything else (a missing
-# image, a name in use, a refused spec, any UserError) would fail again the same way.
-TRANSIENT_MARKERS = (
-    "connection refused",
-    "connection reset",
-    "i/o timeout",
-    "tls handshake timeout",
-    "too many requests",
-    "service unavailable",
-    "the server is currently unable to handle the request",
-    "etcdserver: request timed out",
-    "etcdserver: leader changed",
-)
-
-
-def is_transient(error: BaseException) -> bool:
-    """True when a failed start is worth trying again after a pause.
-
-    Transient means the platform could not be reached or was overloaded: a
-    ConnectionError or TimeoutError, raised by the backend or as the cause of its
-    BackendError, or a BackendError whose message carries one of TRANSIENT_MARKERS.
-    A UserError (ImageUnavailableError included) never is.
-    """
-    if isinstance(error, UserError):
-        return False
-    if isinstance(error, (ConnectionError, TimeoutError)):
-        return True
-    if not isinstance(error, BackendError):
-        return False
-    if isinstance(error.__cause__, (ConnectionError, TimeoutError)):
-        return True
-    message = str(error).lower()
-    return any(marker in message for marker in TRANSIENT_MARKERS)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How often and how patiently a transient start failure is retried.
-
-    attempts counts the first try. The pause before try n+1 is first_delay * 2**(n-1),
-    at most max_delay, with up to half of it taken off at random so that many runs
-    refused at once do not come back at once.
-    """
-
-    attempts: int = 4
-    first_delay: float = 5.0
-    max_delay: float = 60.0
-
-    def delay(self, failed_attempts: int, rng: random.Random | None = None) -> float:
-        full = min(self.max_delay, self.first_delay * 2.0 ** (failed_attempts - 1))
-        fraction = rng.random() if rng is not None else random.random()
-        return full * (1 - 0.5 * fraction)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How many tasks may be in each step at once."""
-
-    jobs: int
-    preparing: int = 2
-    starting: int = 4
-    removing: int = 4
-
-    @classmethod
-    def for_jobs(
-        cls,
-        jobs: int,
-        *,
-        preparing: int | None = None,
-        starting: int | None = None,
-        removing: int | None = None,
-    ) -> Limits:
-        limits = cls(
-            jobs=jobs,
-            preparing=min(jobs, cls.preparing) if preparing is None else preparing,
-            starting=min(jobs, cls.starting) if starting is None else starting,
-            removing=min(jobs, cls.removing) if removing is None else removing,
-        )
-        for name in ("jobs", "preparing", "starting", "removing"):
-            if getattr(limits, name) < 1:
-                raise UserError(f"The limit {name} must be at least 1")
-        return limits
-
-
-def default_jobs(backend: Backend, cores: int | None) -> int:
-    """The backend's default_parallel_runs, else this machine's cores."""
-    return backend.default_parallel_runs or max(1, cores or 1)
-
-
-@dataclass(frozen=True)
-class MatrixEntry:
-    """One agent with one model (None: the agent needs none)."""
-
-    agent: str
-    model: str | None = None
-
-    @property
-    def model_label(self) -> str:
-        return self.model or NO_MODEL
-
-    @property
-    def label(self) -> str:
-        return f"{self.agent} / {self.model_label}"
-
-    def to_json(self) -> dict[str, str]:
-        return {"agent": self.agent, "model": self.model_label}
-
-
-@dataclass
-class TaskRun:
-    """One attempt of one task by one matrix entry, as it goes. Changed by the worker
-    that holds it."""
-
-    task: Task
-    entry: MatrixEntry = MatrixEntry("reference")
-    attempt: int = 1
-    state: State = "queued"
-    status: Status | None = None
-    skipped: bool = False
-    run_id: str | None = None
-    run_dir: Path | None = None
-    error_msg: str | None = None
-    start_attempts: int = 0
-    retries: list[str] = field(default_factory=list)
-    spend: float | None = None
-    # True once the run got its model key: only then can it have spent anything.
-    model_key: bool = False
-    started: float | None = None
-    finished: float | None = None
-    settings: RunSettings | None = None
-    stop: StopRequest | None = None
-    handle: RunHandle | None = None
-
-    @property
-    def seconds(self) -> float | None:
-        if self.started is None:
-            return None
-        end = self.finished if self.finished is not None else time.monotonic()
-        return round(end - self.started, 3)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "task": self.task.id,
-            "agent": self.entry.agent,
-            "model": self.entry.model_label,
-            "attempt": self.attempt,
-            "state": self.state,
-            "status": self.status,
-            "skipped": self.skipped,
-            "run_id": self.run_id,
-            "run_dir": None if self.run_dir is None else str(self.run_dir),
-            "error_msg": self.error_msg,
-            "start_attempts": self.start_attempts,
-            "start_retries": list(self.retries),
-            "seconds": self.seconds if not self.skipped else None,
-            "spend": self.spend,
-        }
-
-
-def spend_of(summary: Mapping[str, Any]) -> float | None:
-    """The run's spend in USD from its summary.json: a number, or {"usd": number}."""
-    spend = summary.get("spend")
-    if isinstance(spend, Mapping):
-        spend = spend.get("usd")
-    if isinstance(spend, (int, float)) and not isinstance(spend, bool):
-        return float(spend)
-    return None
-
-
-# Recorded grades: by (agent, model label), then by task ID, oldest first.
-Grades = dict[tuple[str, str], dict[str, list[tuple[Path, dict[str, Any]]]]]
-# Whether a recorded grade (task ID, its summary) counts for the evaluation.
-RecordedFilter = Callable[[str, Mapping[str, Any]], bool]
-
-
-def all_recorded_grades(results_root: Path) -> Grades:
-    """The graded runs under results_root, by agent and model, then task, oldest first.
-
-    Graded: summary.json says passed or failed and the run was not stopped (a stopped
-    run is graded as far as it got, which is no verdict on the agent).
-    """
-    found: Grades = {}
-    for run_dir, summary in iter_summaries(results_root):
-        config = summary.get("config") or {}
-        if summary.get("status") in GRADED and not summary.get("stopped"):
-            pair = (str(config.get("agent")), str(config.get("model")))
-            by_task = found.setdefault(pair, {})
-            by_task.setdefault(str(summary.get("task")), []).append((run_dir, summary))
-    return found
-
-
-def recorded_grades(
-    results_root: Path, *, agent: str, model: str | None
-) -> dict[str, list[tuple[Path, dict[str, Any]]]]:
-    """The graded runs of every task for this agent and model, by task ID, oldest first."""
-    return all_recorded_grades(results_root).get((agent, model or NO_MODEL), {})
-
-
-def remembered_seconds(results_root: Path) -> dict[str, float]:
-    """The longest time each task's container took in the earlier runs under
-    results_root (any agent, any outcome): what longest-first scheduling goes by."""
-    found: dict[str, float] = {}
-    for _run_dir, summary in iter_summaries(results_root):
-        durations = summary.get("durations")
-        seconds = durations.get("container") if isinstance(durations, dict) else None
-        task = summary.get("task")
-        if isinstance(seconds, int | float) and not isinstance(seconds, bool) and task:
-            found[str(task)] = max(found.get(str(task), 0.0), float(seconds))
-    return found
-
-
-def longest_first(runs: Sequence[TaskRun], seconds: Mapping[str, float]) -> list[TaskRun]:
-    """runs in the order to start them: attempt by attempt (every attempt n before any
-    n + 1), and within an attempt the tasks never run before first (their time is
-    unknown, so they may be long), then the others by their remembered time, longest
-    first. Ties keep the given order."""
-    return sorted(
-        runs,
-        key=lambda run: (
-            run.attempt,
-            run.task.id in seconds,
-            -seconds.get(run.task.id, 0.0),
-        ),
-    )
 
 
 class _Gates:
@@ -309,146 +81,6 @@ class _Gates:
         self.preparing = threading.BoundedSemaphore(limits.preparing)
         self.starting = threading.BoundedSemaphore(limits.starting)
         self.removing = threading.BoundedSemaphore(limits.removing)
-
-
-class _Stopped(BackendError):
-    """The evaluation was stopped before this run's container was started."""
-
-
-class ScheduledBackend(Backend):
-    """One run's view of the backend: start waits for a start slot and retries a
-    transient failure with back-off; cleanup waits for a removal slot. Every other
-    call goes straight through."""
-
-    def __init__(
-        self,
-        inner: Backend,
-        *,
-        starting: threading.Semaphore,
-        removing: threading.Semaphore,
-        retry: RetryPolicy,
-        job: TaskRun,
-        stop: StopRequest,
-        say: Callable[[str], None],
-        rng: random.Random | None = None,
-    ) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.builds_images = inner.builds_images
-        self.supports_exec = inner.supports_exec
-        self.default_parallel_runs = inner.default_parallel_runs
-        self._starting = starting
-        self._removing = removing
-        self._retry = retry
-        self._job = job
-        self._stop = stop
-        self._say = say
-        self._rng = rng
-
-    def _stopped(self, run_id: str) -> _Stopped:
-        return _Stopped(
-            "the evaluation was stopped before the run started", backend=self.name, run_id=run_id
-        )
-
-    def start(self, spec: RunSpec) -> RunHandle:
-        while True:
-            while not self._starting.acquire(timeout=0.1):
-                if self._stop.requested.is_set():
-                    raise self._stopped(spec.run_id)
-            try:
-                if self._stop.requested.is_set():
-                    raise self._stopped(spec.run_id)
-                self._job.state = "starting"
-                self._job.start_attempts += 1
-                try:
-                    handle = self.inner.start(spec)
-                except Exception as error:
-                    attempts = self._job.start_attempts
-                    if not is_transient(error) or attempts >= self._retry.attempts:
-                        raise
-                    reason = f"{type(error).__name__}: {error}"
-                    self._job.retries.append(reason)
-                else:
-                    self._job.handle = handle
-                    self._job.state = "running"
-                    return handle
-            finally:
-                self._starting.release()
-            pause = self._retry.delay(attempts, self._rng)
-            self._say(
-                f"run {spec.run_id}: start failed ({reason}); "
-                f"try {attempts + 1} of {self._retry.attempts} in {pause:.1f} s"
-            )
-            self._job.state = "ready"
-            if self._stop.requested.wait(pause):
-                raise self._stopped(spec.run_id)
-
-    def cleanup(self, handle: RunHandle) -> None:
-        self._job.state = "removing"
-        with self._removing:
-            self.inner.cleanup(handle)
-
-    def prepare_images(self, request: ImageRequest) -> Images:
-        return self.inner.prepare_images(request)
-
-    def copy_from_image(
-        self,
-        image: str,
-        path: str,
-        dest: Path,
-        platform: str | None,
-        *,
-        labels: Mapping[str, str] | None = None,
-    ) -> None:
-        self.inner.copy_from_image(image, path, dest, platform, labels=labels)
-
-    def wait(self, handle: RunHandle, timeout: float | None) -> int:
-        return self.inner.wait(handle, timeout)
-
-    def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
-        return self.inner.logs(handle, follow)
-
-    def collect_results(self, handle: RunHandle, dest: Path) -> None:
-        self.inner.collect_results(handle, dest)
-
-    def stop(self, handle: RunHandle, grace: float) -> None:
-        self.inner.stop(handle, grace)
-
-    def list_runs(self, labels: Mapping[str, str]) -> list[RunInfo]:
-        return self.inner.list_runs(labels)
-
-    def inspect_run(self, run_id: str) -> RunInfo | None:
-        return self.inner.inspect_run(run_id)
-
-    def endpoint(self, handle: RunHandle, port: int) -> str:
-        return self.inner.endpoint(handle, port)
-
-    def exec_argv(
-        self,
-        handle: RunHandle,
-        command: Sequence[str],
-        *,
-        user: str | None = None,
-        workdir: str | None = None,
-        tty: bool = False,
-        stdin: bool = False,
-        env_names: Sequence[str] = (),
-    ) -> list[str]:
-        return self.inner.exec_argv(
-            handle,
-            command,
-            user=user,
-            workdir=workdir,
-            tty=tty,
-            stdin=stdin,
-            env_names=env_names,
-        )
-
-    def proxy(self) -> ProxyEndpoint | None:
-        return self.inner.proxy()
-
-    def egress_enforced(self, image: str) -> bool | None:
-        return self.inner.egress_enforced(image)
 
 
 @dataclass(frozen=True)
@@ -821,13 +453,13 @@ class Evaluation:
                 session.finish(self.say)  # a no-op when the runner has finished it
         summary = read_json(run.run_dir / "summary.json")
         if summary is None:
-            if isinstance(failure, _Stopped) or stop.requested.is_set():
+            if isinstance(failure, StoppedBeforeStart) or stop.requested.is_set():
                 self._finish(run, "not_run", "stopped before it started")
             else:
                 self._finish(run, "error", _describe(failure))
             return
         run.spend = spend_of(summary)
-        if isinstance(failure, _Stopped):
+        if isinstance(failure, StoppedBeforeStart):
             self._finish(run, "not_run", "stopped before it started")
         elif summary.get("stopped"):
             self._finish(run, "stopped", summary.get("error_msg") or "stopped")
