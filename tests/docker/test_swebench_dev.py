@@ -24,7 +24,7 @@ import pytest
 
 from ssebench.images.layers import environment_layer
 from ssebench.tasks import load_dataset
-from tests.cli import ssebench, start_ssebench
+from tests.cli import last_line_verdict, ssebench, start_ssebench
 from tests.docker.conftest import SESSION_PREFIX
 from tests.polling import wait_until
 from tests.registry import docker, local_registry, rate_limited
@@ -308,6 +308,7 @@ def test_an_official_image_pulled_through_a_rate_limit_is_the_environment(
     name = "swebench/sweb.eval.x86_64.pylint-dev_1776_astroid-1268:latest"
     with local_registry() as port, rate_limited(port) as limit:
         published, pulled = f"127.0.0.1:{port}/{name}", f"{limit.address}/{name}"
+        published_images: list[str] = []
         try:
             assert docker("tag", built.image, published).returncode == 0
             pushed = docker("push", published)
@@ -344,6 +345,31 @@ def test_an_official_image_pulled_through_a_rate_limit_is_the_environment(
             assert ahead.stderr.count("refused the pull for its rate limit (429)") == 2
             assert f"pulled {pulled}" in ahead.stderr
             assert "1 of 1 images on this machine" in ahead.stdout
+
+            # Prebuilt: the layers on the official image published to the registry, then
+            # a --prebuilt run of each agent pulls its image through the rate limit.
+            publish = ssebench(
+                "images", "publish", "--registry", f"127.0.0.1:{port}/ssebench",
+                "--tasks", "pylint-dev-astroid-1268", "--agents", "reference", "dummy",
+                "--local", str(official), "--mode", "sandbox", "--json", timeout=900,
+            )  # fmt: skip
+            assert publish.returncode == 0, publish.stdout + publish.stderr
+            for image in json.loads(publish.stdout)["images"]:
+                published_images.append(image)
+            for agent, verdict in (("reference", "passed"), ("dummy", "failed")):
+                limit.refuse_next(2)
+                run = ssebench(
+                    "run", "--local", str(official), "--task", "pylint-dev-astroid-1268",
+                    "--agent", agent, "--prebuilt", "--results", str(root / "prebuilt"),
+                    "--run-id", f"{SESSION_PREFIX}-prebuilt-{agent}",
+                    env={"SSEBENCH_REGISTRY": f"{limit.address}/ssebench"}, timeout=900,
+                )  # fmt: skip
+                assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+                assert last_line_verdict(run.stdout)[0] == verdict
+                assert run.stderr.count("refused the pull for its rate limit (429)") == 2
+                assert len(limit.refused) == 2
         finally:
-            docker("rmi", published)
-            docker("rmi", pulled)
+            for image in (published, pulled, *published_images):
+                docker("rmi", image)
+            for image in published_images:
+                docker("rmi", image.replace(f"127.0.0.1:{port}", limit.address))
