@@ -41,7 +41,14 @@ from ssebench.extensions import (
 )
 from ssebench.host.scratch import scratch_folder
 from ssebench.images import layers as layer_definitions
-from ssebench.images.builds import BuildOutput, build_missing, labels_from_json, run_build
+from ssebench.images.builds import (
+    BuildOutput,
+    build_missing,
+    labels_from_json,
+    pull_missing_bases,
+    pull_with_back_off,
+    run_build,
+)
 from ssebench.tasks.model import Task
 
 __all__ = [
@@ -56,6 +63,8 @@ __all__ = [
     "build_images",
     "labels_from_json",
     "layers_of",
+    "pull_missing_bases",
+    "pull_with_back_off",
     "run_build",
 ]
 

@@ -217,7 +217,13 @@ class Runner:
             egress_enforced = self._egress_enforced(settings, images)
             key = model_session.key if model_session is not None else None
             key_hash = key.hashed if key is not None and key.managed else None
-            spec = self._spec(settings, images, run_dir, key_hash)
+            if settings.mode == "sidecar" and images.environment is None:
+                raise UserError(
+                    "A sidecar run needs an environment image; prepare_images gave none"
+                )
+            run_labels = self._run_labels(settings, run_dir, key_hash)
+            handed = self._handed_patch(settings, images, run_dir, run_labels)
+            spec = self._spec(settings, images, run_dir, run_labels, handed)
             handle = self.backend.start(spec)
             stop.attach(self.backend, handle)
             running = time.monotonic()
@@ -307,16 +313,10 @@ class Runner:
         except Exception as error:  # best effort, as the interface says; never mask the run
             self.say(f"cleanup of {handle.run_id} failed: {type(error).__name__}: {error}")
 
-    def _spec(
-        self,
-        settings: RunSettings,
-        images: Images,
-        run_dir: RunDirectory,
-        key_hash: str | None = None,
-    ) -> RunSpec:
-        sidecar = settings.mode == "sidecar"
-        if sidecar and images.environment is None:
-            raise UserError("A sidecar run needs an environment image; prepare_images gave none")
+    @staticmethod
+    def _run_labels(
+        settings: RunSettings, run_dir: RunDirectory, key_hash: str | None
+    ) -> dict[str, str]:
         run_labels = labels.run_labels(
             run_id=settings.run_id,
             task_id=settings.task.id,
@@ -328,20 +328,49 @@ class Runner:
         if key_hash is not None:
             # Whoever removes the run if its runner dies (prune) revokes the key by it.
             run_labels[labels.KEY_SHA256] = key_hash
-        artifacts: tuple[Mount, ...] = ()
+        return run_labels
+
+    def _handed_patch(
+        self,
+        settings: RunSettings,
+        images: Images,
+        run_dir: RunDirectory,
+        run_labels: Mapping[str, str],
+    ) -> Path | None:
+        """The patch the agent is handed, put into the run directory: the task's
+        reference patch (copied out of the image) for the reference agent, a patch made
+        elsewhere (`grade --predictions`) for the given-patch agent; None for others."""
         if settings.agent.is_reference:
             patch = run_dir.path / REFERENCE_PATCH_COPY
             # In sidecar mode only the environment image holds the task's files.
+            sidecar = settings.mode == "sidecar"
             task_image = images.environment if sidecar and images.environment else images.run
             self.backend.copy_from_image(
                 task_image, IMAGE_REFERENCE_PATCH, patch, settings.platform, labels=run_labels
             )
-            artifacts = (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
-        elif settings.given_patch is not None:
-            # The same place as a reference patch: every backend ships that one file.
+            return patch
+        if settings.given_patch is not None:
             patch = run_dir.path / GIVEN_PATCH_COPY
             patch.write_bytes(settings.given_patch)
-            artifacts = (Mount(target=REFERENCE_PATCH_TARGET, source=str(patch), read_only=True),)
+            return patch
+        return None
+
+    def _spec(
+        self,
+        settings: RunSettings,
+        images: Images,
+        run_dir: RunDirectory,
+        run_labels: dict[str, str],
+        handed_patch: Path | None,
+    ) -> RunSpec:
+        """The run as the backend is given it: plain data of what was prepared."""
+        sidecar = settings.mode == "sidecar"
+        # Every backend ships this one file (the Kubernetes backend as a Secret).
+        artifacts = (
+            ()
+            if handed_patch is None
+            else (Mount(target=REFERENCE_PATCH_TARGET, source=str(handed_patch), read_only=True),)
+        )
         env = {
             "SSE_MODEL_NAME": settings.model_label,
             "SSE_DIFFICULTY": str(settings.difficulty),

@@ -335,8 +335,11 @@ def test_an_official_image_pulled_through_a_rate_limit_is_the_environment(
             assert checked.returncode == 0, checked.stdout[-3000:] + checked.stderr[-3000:]
             assert re.search(r"pylint-dev-astroid-1268 +ok", checked.stdout)
             assert len(limit.refused) == 2
+            # The reference and dummy runs prepare at once: each pull that the registry
+            # refused was tried again (dockerd may join the two pulls into one).
             (log,) = results.glob("check-*.log")
-            assert log.read_text().count("refused the pull for its rate limit (429)") == 2
+            retried = log.read_text().count("refused the pull for its rate limit (429)")
+            assert 1 <= retried <= 2
 
             docker("rmi", pulled)  # its layers stay with the images built on it
             limit.refuse_next(2)

@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import io
 import subprocess
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from ssebench.images import builds
-from ssebench.images.builds import BuildOutput, base_images, pull_with_back_off
+from ssebench.images.builds import (
+    BuildOutput,
+    base_images,
+    pull_missing_bases,
+    pull_with_back_off,
+)
 
 RATE_LIMITED = "Error response from daemon: toomanyrequests: You have reached your pull rate limit."
 
@@ -62,3 +69,39 @@ def test_the_images_a_dockerfile_starts_from() -> None:
         "ARG BASE\nFROM ${BASE}\nFROM scratch\nFROM environment\n"
     )
     assert base_images(dockerfile) == ["ssebench/python:3.9", "registry.example:5000/ns/img:tag"]
+
+
+def test_an_environment_base_the_store_lacks_is_pulled_through_its_cli(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The store's own CLI (Podman's, here a recording stand-in) is asked whether it has
+    each base, and pulls the one it lacks with the same back-off; other layers pull
+    nothing."""
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text("FROM present/base:1 AS one\nFROM mirror:5000/ns/official:latest\n")
+    monkeypatch.setattr(builds.time, "sleep", lambda seconds: None)
+    asked: list[list[str]] = []
+    answers = {"present/base:1": 0}
+    pulls = [(1, RATE_LIMITED), (0, "")]
+
+    def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        asked.append(list(argv))
+        if argv[:2] == ["image", "inspect"]:
+            return subprocess.CompletedProcess(argv, answers.get(argv[2], 1), "", "")
+        status, stderr = pulls.pop(0)
+        return subprocess.CompletedProcess(argv, status, "", stderr)
+
+    def layer(kind: str) -> SimpleNamespace:
+        return SimpleNamespace(kind=kind, dockerfile=dockerfile, platform=None)
+
+    output = BuildOutput(stream=io.StringIO())
+    pull_missing_bases(layer("case"), output, run=run, reason_of=lambda done: done.stderr)
+    assert asked == []
+    pull_missing_bases(layer("environment"), output, run=run, reason_of=lambda done: done.stderr)
+    assert [argv[:2] for argv in asked] == [
+        ["image", "inspect"],
+        ["image", "inspect"],
+        ["pull", "--quiet"],
+        ["pull", "--quiet"],
+    ]
+    assert asked[-1][-1] == "mirror:5000/ns/official:latest"

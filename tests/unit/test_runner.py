@@ -12,7 +12,7 @@ import pytest
 from ssebench.agents import load_agent
 from ssebench.errors import BackendError
 from ssebench.extensions import ImageRequest, Images, RunHandle, RunSpec
-from ssebench.results.directory import NO_RESULT_MESSAGE
+from ssebench.results.directory import NO_RESULT_MESSAGE, RunDirectory
 from ssebench.runner import Runner, RunSettings
 from ssebench.stopping import StopRequest
 from ssebench.tasks import load_dataset
@@ -120,6 +120,27 @@ def test_call_order_of_a_reference_run(tmp_path: Path) -> None:
     assert result["config"]["reference_run"] is True  # type: ignore[index]
     assert (run_dir / "reference.patch").exists()
     assert backend.list_runs({"ssebench.run-id": "run-1"}) == []
+
+
+def test_the_spec_is_plain_data_made_without_the_backend(tmp_path: Path) -> None:
+    """The reference patch is copied out first; making the spec calls nothing."""
+    backend = RecordingBackend()
+    runner = Runner(backend, out=io.StringIO())
+    run_settings = settings(tmp_path)
+    images = runner.prepare(run_settings)
+    run_dir = RunDirectory.for_run(
+        run_settings.results_root, task="tiny-add", model=None, agent="reference", run_id="s-1"
+    )
+    run_dir.create()
+    patch = run_dir.path / "reference.patch"
+    calls = len(backend.calls)
+    spec = runner._spec(run_settings, images, run_dir, {"ssebench.run-id": "s-1"}, patch)
+    assert len(backend.calls) == calls
+    assert [(mount.target, mount.source) for mount in spec.artifacts] == [
+        ("/reference/patch.diff", str(patch))
+    ]
+    without = runner._spec(run_settings, images, run_dir, {"ssebench.run-id": "s-1"}, None)
+    assert without.artifacts == ()
 
 
 class GoneTerminal(io.StringIO):

@@ -140,19 +140,28 @@ def base_images(dockerfile: str) -> list[str]:
     return list(dict.fromkeys(images))
 
 
-def pull_missing_bases(layer: Layer | ImageLayer, output: BuildOutput) -> None:
-    """Pull the images an environment layer starts FROM that this machine lacks (an
-    official prebuilt image, say), with back-off while the registry rate-limits: a build
-    would pull them once, without. A pull refused for another reason is left to the
-    build, which says why in its log. ImageUnavailableError when the rate limit
-    outlasts the tries."""
+def pull_missing_bases(
+    layer: Layer | ImageLayer,
+    output: BuildOutput,
+    *,
+    run: CliRun | None = None,
+    reason_of: CliReason | None = None,
+) -> None:
+    """Pull the images an environment layer starts FROM that the store (Docker's, or
+    run's CLI's) lacks (an official prebuilt image, say), with back-off while the
+    registry rate-limits: a build would pull them once, without. A pull refused for
+    another reason is left to the build, which says why in its log.
+    ImageUnavailableError when the rate limit outlasts the tries."""
     if layer.kind != "environment":
         return
+    run = run or run_docker
     for image in base_images(layer.dockerfile.read_text(encoding="utf-8", errors="replace")):
-        if image_exists(image):
+        if run(["image", "inspect", image]).returncode == 0:
             continue
         output.say(f"pulling {image}, the {layer.kind} layer's base")
-        reason = pull_with_back_off(image, platform=layer.platform, output=output)
+        reason = pull_with_back_off(
+            image, platform=layer.platform, output=output, run=run, reason_of=reason_of
+        )
         if reason is not None and rate_limited(reason):
             raise ImageUnavailableError(
                 f"The image {image} is not available: its registry still refuses the pull "
@@ -411,6 +420,12 @@ def rate_limited(reason: str) -> bool:
     return any(marker in reason.lower() for marker in RATE_LIMITED)
 
 
+# A container CLI's command runner (run_docker, or Podman's) and the reason it gives for a
+# failed command: the image commands of both stores go through a pair of these.
+CliRun = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
+CliReason = Callable[["subprocess.CompletedProcess[str]"], str]
+
+
 def pull_with_back_off(
     image: str,
     *,
@@ -418,18 +433,22 @@ def pull_with_back_off(
     output: BuildOutput,
     attempts: int = PULL_ATTEMPTS,
     first_delay: float = PULL_FIRST_DELAY,
+    run: CliRun | None = None,
+    reason_of: CliReason | None = None,
 ) -> str | None:
-    """`docker pull image`, tried again after a pause while the registry refuses it for
-    its rate limit (429); None once pulled, else the last failure's reason."""
+    """`docker pull image` (or run's CLI's), tried again after a pause while the
+    registry refuses it for its rate limit (429); None once pulled, else the last
+    failure's reason."""
+    run, reason_of = run or run_docker, reason_of or failure_reason
     argv = ["pull", "--quiet", *(["--platform", platform] if platform else []), image]
     delay = first_delay
     for attempt in range(1, attempts + 1):
         started = time.monotonic()
-        completed = run_docker(argv)
+        completed = run(argv)
         if completed.returncode == 0:
             output.say(f"pulled {image} in {time.monotonic() - started:.0f}s")
             return None
-        reason = failure_reason(completed)
+        reason = reason_of(completed)
         if not rate_limited(reason) or attempt == attempts:
             return reason
         output.say(

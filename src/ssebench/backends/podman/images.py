@@ -15,19 +15,29 @@ from ssebench.backends.podman.cli import (
 )
 from ssebench.backends.podman.options import label_argv, ulimit_argv
 from ssebench.extensions import ImageUnavailableError, UserError
-from ssebench.image_layers import ImageBuilder, ImageLayer, labels_from_json, run_build
+from ssebench.image_layers import (
+    BuildOutput,
+    ImageBuilder,
+    ImageLayer,
+    labels_from_json,
+    pull_missing_bases,
+    pull_with_back_off,
+    run_build,
+)
 
 
 def pull_image(image: str, platform: str | None) -> None:
+    """Pull a prebuilt image this store lacks, with back-off while the registry
+    rate-limits."""
     if run_podman(["image", "exists", image]).returncode == 0:
         return
-    argv = ["pull", "--quiet", *(["--platform", platform] if platform else []), image]
-    completed = run_podman(argv)
-    if completed.returncode != 0:
+    reason = pull_with_back_off(
+        image, platform=platform, output=BuildOutput(), run=run_podman, reason_of=failure_reason
+    )
+    if reason is not None:
         raise ImageUnavailableError(
-            f"The image {image} is not available: podman pull failed "
-            f"({failure_reason(completed)}). Publish it under $SSEBENCH_REGISTRY, or "
-            "run without --prebuilt to build it here.",
+            f"The image {image} is not available: podman pull failed ({reason}). Publish "
+            "it under $SSEBENCH_REGISTRY, or run without --prebuilt to build it here.",
             image=image,
         )
 
@@ -38,7 +48,10 @@ def image_labels(image: str) -> Mapping[str, str] | None:
 
 
 def build_layer(layer: ImageLayer, context: Path) -> None:
-    """podman build of one layer; its log goes to stderr as it comes."""
+    """podman build of one layer; its log goes to stderr as it comes. The build pulls
+    nothing (--pull=never): an environment's base it lacks (an official SWE-bench
+    image, say) is pulled first, with back-off while the registry rate-limits."""
+    pull_missing_bases(layer, BuildOutput(), run=run_podman, reason_of=failure_reason)
     argv = [PODMAN, "build", "--pull=never", "--format", "docker", *ulimit_argv()]
     if layer.platform:
         argv += ["--platform", layer.platform]
