@@ -256,3 +256,33 @@ def test_a_backend_proxy_that_does_not_answer_is_said(monkeypatch: pytest.Monkey
     assert offered["source"] == "proxy" and offered["models"] == []
     assert "does not answer" in offered["problem"]
     assert "sk-master-never-shown" not in offered["problem"]
+
+
+def test_a_grade_report_is_listed_and_shown_as_an_evaluation(
+    results: Path,
+    daemon: str,  # noqa: F811
+) -> None:
+    """`ssebench grade` writes grade-<time>.json in the eval report's schema (command
+    grade): the web UI lists and shows it; its official-shape sibling is not a report."""
+    runs = [
+        run("task-a", "given-patch", 1, "passed"),
+        run(HOSTILE_TASK, "given-patch", 1, "failed"),
+    ]
+    write_json(
+        results / "grade-20261201-120000.json",
+        report(runs, ("given-patch",), command="grade"),
+    )
+    write_json(results / "org__model.grade-20261201-120000.json", {"resolved_ids": []})
+    client, _ = make_client(results, daemon)
+    with client:
+        names = [item["name"] for item in get(client, "/api/evaluations").json()["reports"]]
+        assert "grade-20261201-120000.json" in names
+        assert "org__model.grade-20261201-120000.json" not in names
+        shown = get(client, "/api/evaluations/grade-20261201-120000.json")
+        assert shown.status_code == 200, shown.text
+        data = shown.json()
+        assert [row["task"] for row in data["rows"]] == ["task-a", HOSTILE_TASK]
+        assert [cell["outcome"] for row in data["rows"] for cell in row["cells"]] == [
+            "passed",
+            "failed",
+        ]
