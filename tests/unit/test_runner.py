@@ -4,71 +4,21 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
 
 from ssebench.agents import load_agent
 from ssebench.errors import BackendError
-from ssebench.extensions import ImageRequest, Images, RunHandle, RunSpec
+from ssebench.extensions import RunHandle
 from ssebench.results.directory import NO_RESULT_MESSAGE, RunDirectory
 from ssebench.runner import Runner, RunSettings
 from ssebench.stopping import StopRequest
 from ssebench.tasks import load_dataset
-from ssebench.testing.fake import FakeBackend
+from ssebench.testing.fake import FakeBackend, RecordingBackend
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "datasets" / "tiny"
 SENTINEL = "sentinel-key-77aa01"
-
-
-class RecordingBackend(FakeBackend):
-    """The fake backend, noting each call, with faults injected on demand."""
-
-    def __init__(self, fail_in: str | None = None, error: BaseException | None = None):
-        self.calls: list[str] = []
-        self.fail_in = fail_in
-        self.error = error or BackendError("injected")
-
-    def _note(self, name: str) -> None:
-        self.calls.append(name)
-        if name == self.fail_in:
-            raise self.error
-
-    def prepare_images(self, request: ImageRequest) -> Images:
-        self._note("prepare_images")
-        return super().prepare_images(request)
-
-    def copy_from_image(
-        self,
-        image: str,
-        path: str,
-        dest: Path,
-        platform: str | None,
-        *,
-        labels: Mapping[str, str] | None = None,
-    ) -> None:
-        self._note("copy_from_image")
-        super().copy_from_image(image, path, dest, platform, labels=labels)
-
-    def start(self, spec: RunSpec) -> RunHandle:
-        self._note("start")
-        return super().start(spec)
-
-    def wait(self, handle: RunHandle, timeout: float | None) -> int:
-        self._note("wait")
-        return super().wait(handle, timeout)
-
-    def collect_results(self, handle: RunHandle, dest: Path) -> None:
-        self._note("collect_results")
-        super().collect_results(handle, dest)
-
-    def cleanup(self, handle: RunHandle) -> None:
-        self.calls.append("cleanup")
-        super().cleanup(handle)
-
-    def logs(self, handle: RunHandle, follow: bool = False) -> Iterator[str]:
-        return super().logs(handle, follow)
 
 
 def settings(

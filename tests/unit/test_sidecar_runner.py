@@ -4,7 +4,6 @@ images it asks prepare_images for (no Docker: a fake backend)."""
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,40 +24,27 @@ from ssebench.extensions import (
 )
 from ssebench.runner import Runner, RunSettings
 from ssebench.tasks import load_dataset
-from ssebench.testing.fake import FakeBackend
+from ssebench.testing.fake import RecordingBackend
 
 TINY = Path(__file__).resolve().parents[1] / "fixtures" / "datasets" / "tiny"
 SENTINEL = "sentinel-key-5b0e77"
 
 
-class SidecarFake(FakeBackend):
-    """The fake backend, with a sidecar's two images; it keeps the spec it was given."""
+class SidecarFake(RecordingBackend):
+    """The recording fake backend, with a sidecar's two images; it starts a sidecar
+    spec as one container (the fake has no second one)."""
 
     def __init__(self, environment: str | None = "fake/environment") -> None:
+        super().__init__()
         self.environment = environment
-        self.specs: list[RunSpec] = []
-        self.copied_from: list[str] = []
-        self.requests: list[ImageRequest] = []
 
     def prepare_images(self, request: ImageRequest) -> Images:
-        self.requests.append(request)
         return replace(super().prepare_images(request), environment=self.environment)
 
-    def copy_from_image(
-        self,
-        image: str,
-        path: str,
-        dest: Path,
-        platform: str | None,
-        *,
-        labels: Mapping[str, str] | None = None,
-    ) -> None:
-        self.copied_from.append(image)
-        super().copy_from_image(image, path, dest, platform, labels=labels)
-
     def start(self, spec: RunSpec) -> RunHandle:
-        self.specs.append(spec)
-        return super().start(replace(spec, sidecar=None, mode="sandbox"))
+        handle = super().start(replace(spec, sidecar=None, mode="sandbox"))
+        self.specs[-1] = spec  # the spec as the runner made it
+        return handle
 
 
 def sidecar_settings(tmp_path: Path, agent: str = "reference", **changes: object) -> RunSettings:

@@ -272,3 +272,59 @@ class CopyingFakeBackend(FakeBackend):
 
     name = "fake-copying"
     results_by_copy = True
+
+
+class RecordingBackend(FakeBackend):
+    """The fake backend that notes what it is asked, for tests of the runner and of
+    what drives it: each call by name in order (calls), the requests it prepared
+    (requests), the images it copied from (copied_from) and the specs it started
+    (specs). A call named fail_in raises error instead, after it is noted: a fault
+    where a test wants one (a SIGKILL there, an API that refuses)."""
+
+    def __init__(self, fail_in: str | None = None, error: BaseException | None = None) -> None:
+        self.calls: list[str] = []
+        self.requests: list[ImageRequest] = []
+        self.copied_from: list[str] = []
+        self.specs: list[RunSpec] = []
+        self.fail_in = fail_in
+        self.error = error or BackendError("injected")
+
+    def _note(self, name: str) -> None:
+        self.calls.append(name)
+        if name == self.fail_in:
+            raise self.error
+
+    def prepare_images(self, request: ImageRequest) -> Images:
+        self._note("prepare_images")
+        self.requests.append(request)
+        return super().prepare_images(request)
+
+    def copy_from_image(
+        self,
+        image: str,
+        path: str,
+        dest: Path,
+        platform: str | None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        self._note("copy_from_image")
+        self.copied_from.append(image)
+        super().copy_from_image(image, path, dest, platform, labels=labels)
+
+    def start(self, spec: RunSpec) -> RunHandle:
+        self._note("start")
+        self.specs.append(spec)
+        return super().start(spec)
+
+    def wait(self, handle: RunHandle, timeout: float | None) -> int:
+        self._note("wait")
+        return super().wait(handle, timeout)
+
+    def collect_results(self, handle: RunHandle, dest: Path) -> None:
+        self._note("collect_results")
+        super().collect_results(handle, dest)
+
+    def cleanup(self, handle: RunHandle) -> None:
+        self.calls.append("cleanup")  # noted, never failed: cleanup is best effort
+        super().cleanup(handle)
