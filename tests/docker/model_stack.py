@@ -33,6 +33,8 @@ import pytest
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FAKE_MODEL = "fake-model"
 DEFAULT_NETWORK = "ssebench_default"
+# The scripted model server's container: a name no user's container has.
+SERVER_NAME_PREFIX = f"ssebench-test-{FAKE_MODEL}-"
 # The scenarios every agent's test may script, and the agents that have tests. A test
 # scripts a model of its own: the scripted server counts a model's requests across the
 # session, so two tests sharing one see each other's turns.
@@ -125,13 +127,36 @@ def models_file() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _left_by_a_killed_test_session(temp_root: Path) -> bool:
+    """Whether the stack running here is one this fixture started in a session killed
+    before its teardown: its LiteLLM config is mounted from pytest's temporary
+    directory, which no stack of a user's own is."""
+    listing = docker(
+        "ps", "-a", "--quiet", "--filter", "label=com.docker.compose.project=ssebench"
+    ).stdout.split()
+    if not listing:
+        return False
+    containers = json.loads(docker("inspect", *listing).stdout)
+    sources = [Path(mount["Source"]) for found in containers for mount in found["Mounts"]]
+    configs = [source for source in sources if source.name == "litellm-config.yaml"]
+    return bool(configs) and all(source.is_relative_to(temp_root) for source in configs)
+
+
 @pytest.fixture(scope="session")
 def model_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelStack]:
     work = tmp_path_factory.mktemp("model-stack")
     base = {**os.environ, "XDG_STATE_HOME": str(work / "state")}
     status = ssebench("proxy", "status", env=base, timeout=120)
     if status.returncode == 0:
-        pytest.fail("a LiteLLM stack is already running here; these tests start their own")
+        if not _left_by_a_killed_test_session(tmp_path_factory.getbasetemp().parent):
+            pytest.fail("a LiteLLM stack is already running here; these tests start their own")
+        # Its restart policy brings it back with dockerd; ours replaces it.
+        print("model_stack: taking down the stack a killed earlier test session left up")
+        servers = docker("ps", "-aq", "--filter", f"name=^{SERVER_NAME_PREFIX}").stdout.split()
+        if servers:
+            docker("rm", "-f", *servers)
+        down = ssebench("proxy", "down", env=base, timeout=300)
+        assert down.returncode == 0, down.stderr
     models = work / "models"
     models.mkdir()
     (models / "scripted.yaml").write_text(models_file())
@@ -156,7 +181,7 @@ def model_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelStack
     script_dir = work / "scripts"
     script_dir.mkdir()
     os.chmod(script_dir, 0o777)
-    name = f"ssebench-test-{FAKE_MODEL}-{secrets.token_hex(3)}"
+    name = f"{SERVER_NAME_PREFIX}{secrets.token_hex(3)}"
     server = FIXTURES / "fake_model_server.py"
     docker(
         "run", "-d", "--rm", "--name", name, "--network", DEFAULT_NETWORK,
