@@ -124,6 +124,27 @@ def register_import(actions: Any) -> None:
     swebench.add_argument("--name", help="the dataset's name if DIR has no dataset.yaml yet")
     swebench.add_argument("--json", action="store_true", help="print the summary as JSON")
     swebench.set_defaults(handler=import_swebench_command)
+    harbor = formats.add_parser(
+        "harbor",
+        help="Harbor task folders (task.toml) and Terminal-Bench 1.x ones (task.yaml)",
+        description="Write one task per Harbor or Terminal-Bench 1.x task folder into a "
+        "dataset folder; each is graded by its own tests' reward (docs/datasets.md).",
+    )
+    harbor.add_argument(
+        "sources", nargs="+", metavar="DIR", help="task folders, or folders of task folders"
+    )
+    harbor.add_argument("--out", required=True, metavar="DIR", help="the dataset folder")
+    harbor.add_argument(
+        "--image-map",
+        action="append",
+        default=[],
+        metavar="NAME=LOCAL",
+        help="build on LOCAL where a task's Dockerfile says FROM NAME (a mirror, or a local "
+        "stand-in on a machine that cannot pull NAME); repeat for more images",
+    )
+    harbor.add_argument("--name", help="the dataset's name if DIR has no dataset.yaml yet")
+    harbor.add_argument("--json", action="store_true", help="print the summary as JSON")
+    harbor.set_defaults(handler=import_harbor_command)
 
 
 def register_check(actions: Any) -> None:
@@ -216,14 +237,47 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
             print(warning)
         if report.unused_fields:
             print(f"fields not used by the import: {', '.join(report.unused_fields)}")
-        print(
-            f"{len(report.imported)} imported, {len(report.skipped)} skipped"
-            + (f"; the dataset is {out}" if report.imported else "")
-        )
-    if not report.imported:
-        print("ssebench: error: no instance was imported (see the lines above)", file=sys.stderr)
-        return 1
-    return 0
+        print(_totals(len(report.imported), len(report.skipped), out))
+    return _import_status(len(report.imported), "instance")
+
+
+def import_harbor_command(arguments: argparse.Namespace) -> int:
+    from ssebench.harbor.importer import import_tasks, parse_image_map
+
+    images = parse_image_map(arguments.image_map)
+    sources = [Path(source) for source in arguments.sources]
+    for source in sources:
+        if not source.is_dir():
+            raise UserError(f"{source}: no such folder; pass Harbor task folders")
+    out = Path(arguments.out)
+    report = import_tasks(sources, out, images=images, name=arguments.name)
+    if arguments.json:
+        print(json.dumps(dataclasses.asdict(report) | {"out": str(out)}, indent=2))
+    else:
+        for folder, task in report.imported:
+            print(f"imported {folder} as {out / task}")
+        for line in report.skipped:
+            print(f"skipped {line}")
+        for image, local in sorted(report.mapped.items()):
+            print(f"image {image} built as {local} (--image-map)")
+        if report.unused_keys:
+            print(f"keys not used by ssebench: {', '.join(report.unused_keys)}")
+        print(_totals(len(report.imported), len(report.skipped), out))
+    return _import_status(len(report.imported), "task")
+
+
+def _totals(imported: int, skipped: int, out: Path) -> str:
+    return f"{imported} imported, {skipped} skipped" + (
+        f"; the dataset is {out}" if imported else ""
+    )
+
+
+def _import_status(imported: int, what: str) -> int:
+    """An import's exit status: 1, saying so, when nothing was imported."""
+    if imported:
+        return 0
+    print(f"ssebench: error: no {what} was imported (see the lines above)", file=sys.stderr)
+    return 1
 
 
 def check_command(arguments: argparse.Namespace) -> int:

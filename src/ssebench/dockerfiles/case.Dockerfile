@@ -33,14 +33,16 @@ ARG SOURCE_DIR
 COPY repo/ ${SOURCE_DIR}/
 # One commit with a fixed author and date: the same repo/ gives the same commit ID on
 # every machine. -f adds what the project's own .gitignore names, so the base commit is
-# exactly repo/. The tag names it in the repository.
+# exactly repo/ (and what the environment put there: an imported Harbor task's workdir).
+# --allow-empty: such a workdir may hold nothing yet; a commit of files is the same.
+# The tag names it in the repository.
 RUN cd "$SOURCE_DIR" \
  && git -c init.defaultBranch=main init -q \
  && git add -A -f \
  && GIT_AUTHOR_NAME=ssebench GIT_AUTHOR_EMAIL=ssebench@localhost \
     GIT_COMMITTER_NAME=ssebench GIT_COMMITTER_EMAIL=ssebench@localhost \
     GIT_AUTHOR_DATE=2000-01-01T00:00:00Z GIT_COMMITTER_DATE=2000-01-01T00:00:00Z \
-    git -c commit.gpgsign=false commit -q --no-verify -m "ssebench base" \
+    git -c commit.gpgsign=false commit -q --no-verify --allow-empty -m "ssebench base" \
  && git tag ssebench-base
 
 # The task's private files: root-only, so neither the agent nor the task's own

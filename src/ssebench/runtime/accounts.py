@@ -50,8 +50,13 @@ class Accounts:
     runner: Account
 
     @classmethod
-    def system(cls) -> Accounts:
-        return cls(agent=Account.lookup(AGENT_USER), runner=Account.lookup(RUNNER_USER))
+    def system(cls, agent_user: str | None = None) -> Accounts:
+        """The image's accounts; agent_user: the task's own user for the agent instead
+        of the agent account, never root (KeyError when the image lacks it)."""
+        agent = Account.lookup(agent_user or AGENT_USER)
+        if agent.uid == 0:
+            raise PermissionError(f"the task's agent user {agent_user} is root")
+        return cls(agent=agent, runner=Account.lookup(RUNNER_USER))
 
     @classmethod
     def current_user(cls) -> Accounts:

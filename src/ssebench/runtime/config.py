@@ -45,6 +45,10 @@ class Layout:
     socket_dir: Path = Path("/run/ssebench")
     grade_root: Path = Path("/var/lib/ssebench-grade")
     image_env_file: Path = IMAGE_ENV_FILE
+    # A task graded by a reward (Harbor's convention): its tests are copied to tests_dir
+    # at grading; logs_root/agent is the agent's, logs_root/verifier the verifier's.
+    logs_root: Path = Path("/logs")
+    tests_dir: Path = Path("/tests")
 
     @property
     def task_file(self) -> Path:
@@ -102,6 +106,8 @@ class Layout:
             socket_dir=self.socket_dir,
             grade_root=self.grade_root,
             image_env_file=self.image_env_file,
+            logs_root=self.logs_root,
+            tests_dir=self.tests_dir,
         )
 
 
@@ -200,6 +206,40 @@ class TaskError(Exception):
 
 
 @dataclass(frozen=True)
+class Verifier:
+    """task.json's verifier: the command that runs a task's tests on the final state,
+    as user, with env, for at most timeout seconds; where the reward comes from."""
+
+    command: str
+    reward: str  # "reward-file" or "pytest-summary"
+    user: str
+    timeout: float
+    env: Mapping[str, str]
+
+    @classmethod
+    def from_json(cls, data: Any) -> Verifier | None:
+        if data is None:
+            return None
+        if not isinstance(data, dict):
+            raise TaskError("task.json: 'verifier' must be an object")
+        command, reward, user = data.get("command"), data.get("reward"), data.get("user")
+        timeout, env = data.get("timeout_sec"), data.get("env", {})
+        if not (isinstance(command, str) and command and isinstance(user, str) and user):
+            raise TaskError("task.json: the verifier needs a command and a user")
+        if reward not in ("reward-file", "pytest-summary"):
+            raise TaskError(
+                "task.json: the verifier's reward must be reward-file or pytest-summary"
+            )
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+            raise TaskError("task.json: the verifier's timeout_sec must be above 0")
+        if not isinstance(env, dict) or not all(
+            isinstance(name, str) and isinstance(value, str) for name, value in env.items()
+        ):
+            raise TaskError("task.json: the verifier's env must map names to texts")
+        return cls(command=command, reward=reward, user=user, timeout=float(timeout), env=env)
+
+
+@dataclass(frozen=True)
 class Task:
     """The part of /ssebench/task/task.json the runtime uses."""
 
@@ -215,6 +255,10 @@ class Task:
     # Optional: the commit to grade against. Without it, the source repo's HEAD as
     # the container starts, before the agent can move it.
     base_commit: str | None = None
+    # A task graded on its final state by a reward: how (see rewards.py). None: by patch.
+    verifier: Verifier | None = None
+    # The image's user the agent runs as instead of the agent account (never root).
+    agent_user: str | None = None
 
     @classmethod
     def from_json(cls, data: Any) -> Task:
@@ -244,6 +288,8 @@ class Task:
             language=text("language", False),
             dataset=text("dataset", False),
             base_commit=base_commit,
+            verifier=Verifier.from_json(data.get("verifier")),
+            agent_user=text("agent_user", False) or None,
         )
 
     @classmethod

@@ -46,6 +46,7 @@ from .evaluator import (
 from .logs import LogFile, echo_line, utc_now
 from .processes import reap_orphans, sweep_user
 from .repository import BaseRepository
+from .rewards import RewardEvaluator
 from .role import AGENT_SIDE_OPTION, EXIT_SETUP_ERROR, STOP_SIGNALS, Role
 from .sidecar import SOCKET_NAME, EnvironmentLink, LinkClosed
 from .supervision import agent_environment, supervise_agent
@@ -181,8 +182,8 @@ class Entrypoint(Role):
                 self.link = EnvironmentLink.listen(
                     self.layout.socket_dir / SOCKET_NAME, peer_uids=frozenset({0, os.geteuid()})
                 )
-            accounts = self._accounts or Accounts.system()
             self.task = task = Task.load(self.layout.task_file)
+            accounts = self._accounts or Accounts.system(agent_user=task.agent_user)
             self.log.line(f"task {task.id}; source {task.source_dir}")
             repository = self._prepare(task, accounts)
         except Exception as error:
@@ -233,6 +234,11 @@ class Entrypoint(Role):
         self.log.line(f"base commit {repository.base}")
         snapshot_home(accounts.runner, layout.runner_home_template)
         chown_tree(task.source_dir, accounts.agent)
+        if task.verifier is not None:
+            # Harbor's convention: /logs/agent is the agent's; /logs/verifier is made
+            # at grading, for the verifier alone.
+            make_directory(layout.logs_root, None, 0o755)
+            make_directory(layout.logs_root / "agent", accounts.agent, 0o755)
         make_directory(layout.socket_dir, None, 0o755)
 
         self.dialog = Dialog(
@@ -335,18 +341,21 @@ class Entrypoint(Role):
         return status, timed_out
 
     def _grade(self, task: Task, accounts: Accounts, repository: BaseRepository) -> Grading:
-        evaluator = Evaluator(
-            task=task,
-            repository=repository,
-            workspace=self._workspace(self.layout.grading_workspace, accounts.runner, repository),
-            runner=accounts.runner,
-            results_dir=self.layout.results,
-            hidden_dir=self.layout.hidden_dir,
-            runner_home_template=self.layout.runner_home_template,
-            log=self.evaluator_log,
-            redactor=self.redactor,
-            progress=self.log.line,
-        )
+        evaluator: Evaluator | RewardEvaluator
+        if task.verifier is not None:
+            evaluator = RewardEvaluator(
+                task=task,
+                verifier=task.verifier,
+                repository=repository,
+                accounts=accounts,
+                layout=self.layout,
+                environment=self._image_environment(),
+                log=self.evaluator_log,
+                redactor=self.redactor,
+                progress=self.log.line,
+            )
+        else:
+            evaluator = self._patch_evaluator(task, accounts, repository)
         self.log.line("grading")
         self.phase = "grading"
         try:
@@ -359,6 +368,22 @@ class Entrypoint(Role):
             return evaluator.grading
         finally:
             self.phase = "finishing"
+
+    def _patch_evaluator(
+        self, task: Task, accounts: Accounts, repository: BaseRepository
+    ) -> Evaluator:
+        return Evaluator(
+            task=task,
+            repository=repository,
+            workspace=self._workspace(self.layout.grading_workspace, accounts.runner, repository),
+            runner=accounts.runner,
+            results_dir=self.layout.results,
+            hidden_dir=self.layout.hidden_dir,
+            runner_home_template=self.layout.runner_home_template,
+            log=self.evaluator_log,
+            redactor=self.redactor,
+            progress=self.log.line,
+        )
 
     def _finish(self, grading: Grading, *, agent_exit_code: int | None, timed_out: bool) -> None:
         document = result_document(

@@ -28,6 +28,7 @@ STEP_FAILURES = {
     "build": "Build failed",
     "test": "Test failed",
     "hidden_test": "Hidden test failed",
+    "verifier": "Verifier failed",
 }
 STOPPED_DURING_GRADING = "Stopped during grading"
 MODEL_ERROR = "Model error"
@@ -69,6 +70,8 @@ class Grading:
     patch: bytes | None = None
     # The short error message of a grading that broke off, e.g. "Evaluator error: OSError".
     error: str | None = None
+    # A task graded by a reward (rewards.py): what its tests wrote, by name.
+    reward: dict[str, float] | None = None
 
 
 def model_error_message(reason: Any) -> str:
@@ -84,19 +87,31 @@ def model_error_message(reason: Any) -> str:
     return f"{MODEL_ERROR}: {text}" if text else MODEL_ERROR
 
 
+def reward_status(reward: dict[str, float]) -> tuple[str, str | None]:
+    """passed when every value is 1; else failed, naming the reward."""
+    if all(value == 1 for value in reward.values()):
+        return "passed", None
+    if list(reward) == ["reward"]:
+        return "failed", f"Reward {reward['reward']:g}"
+    return "failed", "Reward " + ", ".join(f"{name}={value:g}" for name, value in reward.items())
+
+
 def decide_status(
     grading: Grading, *, timed_out: bool, timeout: int, model_error: str | None = None
 ) -> tuple[str, str | None]:
     """(status, error_msg): the evaluator's own failure first, then a model error (the
     run's model could not be used: model_error is its error_msg; the patch is graded
     all the same, its steps are recorded), then the agent's timeout (which fails a run
-    even if its patch passes), then the first failed step."""
+    even if its patch passes), then the reward of a task graded by one (rewards.py),
+    else the first failed step."""
     if grading.error is not None:
         return "error", grading.error
     if model_error is not None:
         return "error", model_error
     if timed_out:
         return "failed", f"Timeout ({timeout}s)"
+    if grading.reward is not None:
+        return reward_status(grading.reward)
     for step in grading.steps:
         if not step.ok:
             return "failed", step.failure
@@ -120,6 +135,7 @@ def result_document(
         grading, timed_out=timed_out, timeout=timeout, model_error=model_error
     )
     patch = grading.patch
+    reward = {} if grading.reward is None else {"reward": grading.reward}
     return {
         "schema": SCHEMA,
         "run_id": run_id,
@@ -135,6 +151,7 @@ def result_document(
         "started_at": started_at,
         "finished_at": finished_at,
         "runtime_version": __version__,
+        **reward,
     }
 
 
@@ -156,28 +173,13 @@ def write_result(path: Path, document: dict[str, Any]) -> None:
         raise
 
 
-class Evaluator:
+class Grader:
+    """What the two graders share: the grading found so far (complete unless its error
+    says it broke off), steps recorded from completed commands, progress lines."""
+
     def __init__(
-        self,
-        *,
-        task: Task,
-        repository: BaseRepository,
-        workspace: Workspace,
-        runner: Account,
-        results_dir: Path,
-        hidden_dir: Path,
-        runner_home_template: Path,
-        log: LogFile,
-        redactor: Redactor,
-        progress: Callable[[str], None],
+        self, *, log: LogFile, redactor: Redactor, progress: Callable[[str], None]
     ) -> None:
-        self.task = task
-        self.repository = repository
-        self.workspace = workspace
-        self.runner = runner
-        self.results_dir = results_dir
-        self.hidden_dir = hidden_dir
-        self.runner_home_template = runner_home_template
         self.log = log
         self.redactor = redactor
         self.progress = progress
@@ -193,9 +195,54 @@ class Evaluator:
         return self.grading
 
     def _grade(self) -> None:
+        raise NotImplementedError
+
+    def _record_step(self, name: str, completed: Completed) -> Step:
+        step = Step(
+            name,
+            completed.exit_code == 0 and not completed.timed_out,
+            completed.exit_code,
+            round(completed.seconds, 3),
+            timed_out=completed.timed_out,
+        )
+        self.grading.steps.append(step)
+        how = "timed out" if completed.timed_out else f"exit {completed.exit_code}"
+        self._say(f"{name}: {'ok' if step.ok else 'FAILED'} ({how}, {step.seconds:.1f}s)")
+        return step
+
+    def _say(self, message: str) -> None:
+        self.log.line(message)
+        self.progress(f"grading: {message}")
+
+
+class Evaluator(Grader):
+    def __init__(
+        self,
+        *,
+        task: Task,
+        repository: BaseRepository,
+        workspace: Workspace,
+        runner: Account,
+        results_dir: Path,
+        hidden_dir: Path,
+        runner_home_template: Path,
+        log: LogFile,
+        redactor: Redactor,
+        progress: Callable[[str], None],
+    ) -> None:
+        super().__init__(log=log, redactor=redactor, progress=progress)
+        self.task = task
+        self.repository = repository
+        self.workspace = workspace
+        self.runner = runner
+        self.results_dir = results_dir
+        self.hidden_dir = hidden_dir
+        self.runner_home_template = runner_home_template
+
+    def _grade(self) -> None:
         patch = self.repository.diff()
         self.grading.patch = patch
-        _write_file(self.results_dir / "final.patch", patch)
+        write_patch(self.results_dir / "final.patch", patch)
         files = count_patch_files(patch)
         self._say(f"final.patch: {len(patch)} bytes, {files} files")
 
@@ -231,18 +278,7 @@ class Evaluator:
 
     def _step(self, name: str, label: str, action: Callable[[RedactingStream], Completed]) -> bool:
         self.log.line(f"== {name}: $ {label}")
-        completed = self._logged(action)
-        step = Step(
-            name,
-            completed.exit_code == 0 and not completed.timed_out,
-            completed.exit_code,
-            round(completed.seconds, 3),
-            timed_out=completed.timed_out,
-        )
-        self.grading.steps.append(step)
-        how = "timed out" if completed.timed_out else f"exit {completed.exit_code}"
-        self._say(f"{name}: {'ok' if step.ok else 'FAILED'} ({how}, {step.seconds:.1f}s)")
-        return step.ok
+        return self._record_step(name, self._logged(action)).ok
 
     def _logged(self, action: Callable[[RedactingStream], Completed]) -> Completed:
         """Run an action with its output going, redacted, to evaluator.log."""
@@ -252,12 +288,9 @@ class Evaluator:
         finally:
             sink.close()
 
-    def _say(self, message: str) -> None:
-        self.log.line(message)
-        self.progress(f"grading: {message}")
 
-
-def _write_file(path: Path, data: bytes) -> None:
+def write_patch(path: Path, data: bytes) -> None:
+    """Write final.patch (replacing it, never through a link)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
     with os.fdopen(os.open(path, flags, 0o644), "wb") as stream:
         stream.write(data)

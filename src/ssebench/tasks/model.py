@@ -2,6 +2,11 @@
 fail-to-pass tests (hidden/) and the reference patch (reference.patch); optionally
 environment/, a Dockerfile (and its context) for the image the project runs in.
 
+A task whose task.yaml has a `verifier` table (an imported Harbor or Terminal-Bench
+task) is graded on the container's final state: its verifier command runs the hidden
+tests (at /tests) and they write a reward. Its reference is solution.sh, a script the
+reference agent runs, instead of reference.patch.
+
 See docs/adding-a-task.md for the format a task author writes.
 """
 
@@ -19,11 +24,14 @@ TASK_FILE = "task.yaml"
 SOURCE_FOLDER = "repo"
 HIDDEN_FOLDER = "hidden"
 REFERENCE_PATCH = "reference.patch"
+SOLUTION_SCRIPT = "solution.sh"
 ENVIRONMENT_FOLDER = "environment"
 DEFAULT_BASE_IMAGE = "debian:bookworm-slim"
 LANGUAGES = ("python", "c", "go", "rust", "java", "javascript", "shell")
 TASK_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,47}$")
 PACKAGE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")
+USER_PATTERN = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+REWARD_SOURCES = ("reward-file", "pytest-summary")
 
 
 # The entry point group of the graders that decide a run on the host (tasks/graders.py).
@@ -33,6 +41,29 @@ GRADERS_GROUP = "ssebench.graders"
 def grader_names() -> list[str]:
     """The names of the installed graders."""
     return sorted({entry.name for entry in entry_points(GRADERS_GROUP)})
+
+
+@dataclass(frozen=True)
+class Verifier:
+    """How a task graded by a reward is graded: its command runs as user with env, for
+    at most timeout_sec, after the agent's processes are gone; the reward comes from
+    /logs/verifier/reward.json or reward.txt (reward-file) or from pytest's short
+    summary in its output (pytest-summary)."""
+
+    command: str
+    reward: str
+    user: str = "root"
+    timeout_sec: float = 600.0
+    env: tuple[tuple[str, str], ...] = ()
+
+    def container_metadata(self) -> dict[str, Any]:
+        return {
+            "command": self.command,
+            "reward": self.reward,
+            "user": self.user,
+            "timeout_sec": self.timeout_sec,
+            "env": dict(self.env),
+        }
 
 
 @dataclass(frozen=True)
@@ -53,10 +84,16 @@ class Task:
     dataset: str
     path: Path
     grader: str | None = None
+    # Set for a task graded on its final state by a reward (see the module's doc).
+    verifier: Verifier | None = None
+    # The task's own user for the agent (it must exist in the image; never root).
+    agent_user: str | None = None
 
     @property
     def reference_patch(self) -> Path:
-        return self.path / REFERENCE_PATCH
+        """The reference the reference agent is handed: the patch, or the solution
+        script of a task graded by a reward."""
+        return self.path / (SOLUTION_SCRIPT if self.verifier else REFERENCE_PATCH)
 
     @property
     def environment_dir(self) -> Path | None:
@@ -76,6 +113,8 @@ class Task:
             "test": self.test,
             "hidden_test": self.hidden_test,
             "dataset": self.dataset,
+            **({"verifier": self.verifier.container_metadata()} if self.verifier else {}),
+            **({"agent_user": self.agent_user} if self.agent_user else {}),
         }
 
     def summary(self) -> dict[str, Any]:
@@ -177,8 +216,10 @@ def load_task(folder: Path, dataset: str = "local") -> Task:
     for needed, kind in ((SOURCE_FOLDER, "folder"), (HIDDEN_FOLDER, "folder")):
         if not (folder / needed).is_dir():
             raise TaskError(f"{folder}: the {kind} {needed}/ is missing", path=str(folder))
-    if not (folder / REFERENCE_PATCH).is_file():
-        raise TaskError(f"{folder}: the file {REFERENCE_PATCH} is missing", path=str(folder))
+    verifier = _verifier(data, file)
+    reference = SOLUTION_SCRIPT if verifier else REFERENCE_PATCH
+    if not (folder / reference).is_file():
+        raise TaskError(f"{folder}: the file {reference} is missing", path=str(folder))
     grader = _text(data, "grader", file, required=False) or None
     if grader is not None and grader not in grader_names():
         raise TaskError(
@@ -203,4 +244,54 @@ def load_task(folder: Path, dataset: str = "local") -> Task:
         dataset=dataset,
         path=folder,
         grader=grader,
+        verifier=verifier,
+        agent_user=_agent_user(data, file),
     )
+
+
+def _verifier(data: dict[str, Any], file: Path) -> Verifier | None:
+    table = data.get("verifier")
+    if table is None:
+        return None
+
+    def problem(what: str) -> TaskError:
+        return TaskError(f"{file}: field 'verifier' {what}", path=str(file), field="verifier")
+
+    if not isinstance(table, dict):
+        raise problem("must be a mapping (command, reward, user, timeout_sec, env)")
+    command, reward, user = table.get("command"), table.get("reward"), table.get("user", "root")
+    timeout, env = table.get("timeout_sec", 600.0), table.get("env", {})
+    if not isinstance(command, str) or not command.strip():
+        raise problem("needs command, the shell command that runs the tests")
+    if reward not in REWARD_SOURCES:
+        raise problem(f"needs reward: one of {', '.join(REWARD_SOURCES)}")
+    if not isinstance(user, str) or not USER_PATTERN.match(user):
+        raise problem("user must be a user name of the image")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise problem("timeout_sec must be a number of seconds above 0")
+    if not isinstance(env, dict) or not all(
+        isinstance(name, str) and isinstance(value, str) for name, value in env.items()
+    ):
+        raise problem("env must map names to texts")
+    return Verifier(
+        command=command,
+        reward=reward,
+        user=user,
+        timeout_sec=float(timeout),
+        env=tuple(sorted(env.items())),
+    )
+
+
+def _agent_user(data: dict[str, Any], file: Path) -> str | None:
+    table = data.get("agent") or {}
+    user = table.get("user") if isinstance(table, dict) else None
+    if user is None:
+        return None
+    if not isinstance(user, str) or not USER_PATTERN.match(user) or user == "root":
+        raise TaskError(
+            f"{file}: field 'agent' user must be a user name of the image other than root "
+            "(an agent never runs as root)",
+            path=str(file),
+            field="agent",
+        )
+    return user
