@@ -36,7 +36,9 @@ COPY repo/ ${SOURCE_DIR}/
 # exactly repo/ (and what the environment put there: an imported Harbor task's workdir).
 # --allow-empty: such a workdir may hold nothing yet; a commit of files is the same.
 # The tag names it in the repository.
+# safe.directory: the environment may have given SOURCE_DIR to a user of its own.
 RUN cd "$SOURCE_DIR" \
+ && git() { command git -c safe.directory='*' "$@"; } \
  && git -c init.defaultBranch=main init -q \
  && git add -A -f \
  && GIT_AUTHOR_NAME=ssebench GIT_AUTHOR_EMAIL=ssebench@localhost \
@@ -51,7 +53,7 @@ RUN cd "$SOURCE_DIR" \
 COPY task/ /ssebench/task/
 RUN python3 -c 'import json, sys; path = sys.argv[1]; data = json.load(open(path)); \
 data["base_commit"] = sys.argv[2]; json.dump(data, open(path, "w"), indent=2, sort_keys=True)' \
-      /ssebench/task/task.json "$(git -C "$SOURCE_DIR" rev-parse HEAD)" \
+      /ssebench/task/task.json "$(git -c safe.directory='*' -C "$SOURCE_DIR" rev-parse HEAD)" \
  && chown -R root:root /ssebench \
  && chmod 0755 /ssebench \
  && chmod 0700 /ssebench/task

@@ -52,7 +52,7 @@ from ssebench.agents import Agent, read_agent
 from ssebench.errors import UserError
 from ssebench.extensions import ImageRequest
 from ssebench.runtime import __version__ as RUNTIME_VERSION
-from ssebench.tasks.model import HIDDEN_FOLDER, REFERENCE_PATCH, SOURCE_FOLDER, Task, load_task
+from ssebench.tasks.model import HIDDEN_FOLDER, SOURCE_FOLDER, Task, load_task
 
 __all__ = [
     "BUILD_CA_VARIABLE",
@@ -315,7 +315,7 @@ def case_layer(task: Task, *, platform: str | None = None) -> Layer:
         sources=(
             ("repo", task.path / SOURCE_FOLDER),
             ("task/hidden", task.path / HIDDEN_FOLDER),
-            ("task/reference.patch", task.path / REFERENCE_PATCH),
+            ("task/reference.patch", task.reference_patch),
         ),
         generated=(("task/task.json", metadata.encode()),),
         platform=platform,
