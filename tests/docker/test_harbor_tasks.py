@@ -28,10 +28,15 @@ STAND_IN = "ssebench-test/harbor-stand-in:1"
 STAND_IN_FOLDER = ROOT / "tests" / "fixtures" / "harbor-stand-in"
 FORGER = ROOT / "tests" / "fixtures" / "agents" / "reward-forger"
 # The base images of the real tasks, each built as the stand-in.
-IMAGE_MAP = ("ubuntu:24.04", "ghcr.io/laude-institute/t-bench/python-3-13:20250620")
+IMAGE_MAP = (
+    "ubuntu:24.04",
+    "alpine:3.22",
+    "ghcr.io/laude-institute/t-bench/python-3-13:20250620",
+)
 CHECKED = [
     "hello-world",
     "hello-user",
+    "hello-alpine",
     "cookbook-simple-task",
     "cookbook-multi-reward",
     "tb1-evoeval-0",
