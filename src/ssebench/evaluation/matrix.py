@@ -97,6 +97,8 @@ class TaskRun:
     start_attempts: int = 0
     retries: list[str] = field(default_factory=list)
     spend: float | None = None
+    # A task graded by a reward: what its tests wrote (recorded.reward_of).
+    reward: dict[str, float] | None = None
     # True once the run got its model key: only then can it have spent anything.
     model_key: bool = False
     started: float | None = None
@@ -128,4 +130,5 @@ class TaskRun:
             "start_retries": list(self.retries),
             "seconds": self.seconds if not self.skipped else None,
             "spend": self.spend,
+            **({"reward": self.reward} if self.reward is not None else {}),
         }

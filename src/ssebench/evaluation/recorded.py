@@ -4,6 +4,7 @@ next runs longest first."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,27 @@ def spend_of(summary: Mapping[str, Any]) -> float | None:
     if isinstance(spend, (int, float)) and not isinstance(spend, bool):
         return float(spend)
     return None
+
+
+# At most this many keys of a run's reward are taken (a map written by the task's tests).
+REWARD_KEYS = 32
+
+
+def reward_of(summary: Mapping[str, Any]) -> dict[str, float] | None:
+    """The reward of a run of a task graded by one (its grade's `reward`: a map of names
+    to finite numbers), or None."""
+    grade = summary.get("grade")
+    reward = grade.get("reward") if isinstance(grade, Mapping) else None
+    if not isinstance(reward, Mapping) or not 0 < len(reward) <= REWARD_KEYS:
+        return None
+    taken = {}
+    for key, value in reward.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        if not math.isfinite(value):
+            return None
+        taken[str(key)] = float(value)
+    return taken
 
 
 # Recorded grades: by (agent, model label), then by task ID, oldest first.

@@ -67,6 +67,7 @@ from ssebench.evaluation.recorded import (
     all_recorded_grades,
     longest_first,
     remembered_seconds,
+    reward_of,
     spend_of,
 )
 from ssebench.evaluation.scheduled_backend import RetryPolicy, ScheduledBackend, StoppedBeforeStart
@@ -214,6 +215,7 @@ class Evaluation:
         run.run_id = str(summary.get("run_id"))
         run.error_msg = summary.get("error_msg")
         run.spend = spend_of(summary)
+        run.reward = reward_of(summary)
 
     # -- watching ------------------------------------------------------------------
 
@@ -459,6 +461,7 @@ class Evaluation:
                 self._finish(run, "error", _describe(failure))
             return
         run.spend = spend_of(summary)
+        run.reward = reward_of(summary)
         if isinstance(failure, StoppedBeforeStart):
             self._finish(run, "not_run", "stopped before it started")
         elif summary.get("stopped"):

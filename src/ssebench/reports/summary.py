@@ -70,6 +70,7 @@ def summarize_entry(runs: Sequence[Mapping[str, Any]], attempts: int) -> dict[st
                         "error_msg": run.get("error_msg"),
                         "seconds": run.get("seconds"),
                         "spend": run.get("spend"),
+                        **({"reward": run["reward"]} if run.get("reward") is not None else {}),
                     }
                     for run in ordered
                 ],
@@ -87,6 +88,7 @@ def summarize_entry(runs: Sequence[Mapping[str, Any]], attempts: int) -> dict[st
         ([run for run in task_runs if not run.get("skipped")] for task_runs in by_task.values()),
         "seconds",
     )
+    rewards = _reward_means(by_task.values())
     return {
         "counts": counts,
         "resolved_rate": _rate(counts["passed"], graded),
@@ -94,8 +96,27 @@ def summarize_entry(runs: Sequence[Mapping[str, Any]], attempts: int) -> dict[st
         "pass_at_k": pass_at,
         "mean_spend_per_task": _mean_with_interval(spends),
         "mean_seconds_per_task": _mean_with_interval(durations),
+        **({"mean_reward_per_task": rewards} if rewards else {}),
         "tasks": tasks,
     }
+
+
+def _reward_means(groups: Iterable[Sequence[Mapping[str, Any]]]) -> dict[str, Any]:
+    """Tasks graded by a reward (docs/harbor.md): for each key of their rewards, the
+    mean over tasks of its mean over the task's runs, with its interval."""
+    per_key: dict[str, list[float]] = {}
+    for runs in groups:
+        values: dict[str, list[float]] = {}
+        for run in runs:
+            reward = run.get("reward")
+            if not isinstance(reward, Mapping):
+                continue
+            for key, value in reward.items():
+                if (number := _number(value)) is not None:
+                    values.setdefault(str(key), []).append(number)
+        for key, numbers in values.items():
+            per_key.setdefault(key, []).append(sum(numbers) / len(numbers))
+    return {key: _mean_with_interval(means) for key, means in sorted(per_key.items())}
 
 
 def _per_task_means(groups: Iterable[Sequence[Mapping[str, Any]]], field: str) -> list[float]:

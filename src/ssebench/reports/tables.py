@@ -38,12 +38,26 @@ def seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} s"
 
 
+def rewards(means: Mapping[str, Any]) -> str:
+    """Mean rewards by key: "0.83", or "correctness 1.00, performance 0.50"."""
+    shown = [(key, statistic.get("value")) for key, statistic in means.items()]
+    if not shown:
+        return "-"
+    if [key for key, _ in shown] == ["reward"]:
+        return "-" if shown[0][1] is None else f"{shown[0][1]:.2f}"
+    return ", ".join(f"{key} {'-' if value is None else f'{value:.2f}'}" for key, value in shown)
+
+
 def results_table(report: Mapping[str, Any]) -> Table:
     attempts = int(report["attempts"])
     headers = ["Agent", "Model", "Resolved", "95% CI (Wilson)", "pass@1", "95% CI (bootstrap)"]
     if attempts > 1:
         headers += [f"pass@{attempts}", "95% CI (bootstrap)"]
     headers += ["Errors", "Runs", "Not run", "Spend / task", "Time / task"]
+    # Tasks graded by a reward (docs/harbor.md): the mean reward per task, by key.
+    rewarded = any(entry.get("mean_reward_per_task") for entry in report["entries"])
+    if rewarded:
+        headers.append("Reward / task")
     rows = []
     for entry in report["entries"]:
         counts = entry["counts"]
@@ -68,6 +82,8 @@ def results_table(report: Mapping[str, Any]) -> Table:
             money(entry["mean_spend_per_task"]["value"]),
             seconds(entry["mean_seconds_per_task"]["value"]),
         ]
+        if rewarded:
+            row.append(rewards(entry.get("mean_reward_per_task") or {}))
         rows.append(tuple(row))
     return Table(tuple(headers), rows)
 
