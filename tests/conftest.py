@@ -29,9 +29,10 @@ PODMAN_BASE_IMAGE = "debian:bookworm-slim"
 # Every container, volume and network the tests create carries this label.
 TEST_LABEL = "ssebench.test"
 
-# The shared proxy and scripted model of the model-run tests, defined here once: each
-# conftest or module importing it would make a session fixture of its own, and the
-# second would start while the first's stack still runs (it ends with the session).
+# The shared proxy and scripted model of the model-run tests, and the imported Harbor
+# tasks, defined here once: each conftest or module importing one would make a session
+# fixture of its own (a second stack would start while the first's still runs).
+from tests.docker.harbor_dataset import harbor_dataset  # noqa: E402, F401
 from tests.docker.model_stack import model_stack  # noqa: E402, F401
 
 

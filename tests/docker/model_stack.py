@@ -38,7 +38,7 @@ SERVER_NAME_PREFIX = f"ssebench-test-{FAKE_MODEL}-"
 # The scenarios every agent's test may script, and the agents that have tests. A test
 # scripts a model of its own: the scripted server counts a model's requests across the
 # session, so two tests sharing one see each other's turns.
-SCENARIOS = ("solves", "gives-up", "errors", "live", "assistant", "probes")
+SCENARIOS = ("solves", "gives-up", "errors", "live", "assistant", "probes", "harbor")
 AGENTS = ("mini", "claude-code", "codex", "opencode", "mini-swe-agent", "outside")
 # How the proxy reaches the scripted server for each agent: Codex speaks the Responses
 # API, which LiteLLM bridges to chat completions for a hosted_vllm/ model only.

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -238,15 +237,14 @@ def _reason(run: Any) -> str | None:
     agent's exit status in result.json), else the tests that failed, else the run's own
     error_msg."""
     from ssebench.evaluation.dataset_check import failed_tests
+    from ssebench.results.files import read_json_object
 
     if run.status == "passed":
         return None
     if run.run_dir is not None:
-        try:
-            result = json.loads((run.run_dir / "result.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            result = None
-        if isinstance(result, dict) and result.get("agent_exit_code") == DOES_NOT_APPLY:
+        # Read as every file of a run directory is: bounded, following no link.
+        result = read_json_object(run.run_dir, "result.json")
+        if result is not None and result.get("agent_exit_code") == DOES_NOT_APPLY:
             return DOES_NOT_APPLY_REASON
     failed = failed_tests(run)
     if run.status == "failed" and failed:

@@ -101,11 +101,13 @@ def run_agent(
     results: Path,
     *options: str,
     watch: bool = False,
+    dataset: Path = PILOT_DATASET,
+    task: str = TASK,
 ) -> AgentRun:
-    """Run the agent on TASK with model's script and options, to its end; with watch,
-    look at the run from outside every half second while it goes on."""
+    """Run the agent on task (the pilot's TASK) with model's script and options, to its
+    end; with watch, look at the run from outside every half second while it goes on."""
     run_id = new_run_id(agent)
-    arguments = run_arguments(PILOT_DATASET, TASK, agent, run_id, results, *options)
+    arguments = run_arguments(dataset, task, agent, run_id, results, *options)
     log_path = results.parent / f"{run_id}.log"
     seen = Watch() if watch else None
     started = time.monotonic()
