@@ -62,6 +62,16 @@ GIVEN_PATCH_COPY = "given.patch"
 READOUT_FAILED = "Read-out failed"
 
 
+# How long an agent may run when neither --timeout nor the task says.
+DEFAULT_TIMEOUT = 3600
+
+
+def task_timeout(task: Task) -> int:
+    """The task's own agent timeout (an imported Harbor task's [agent] timeout_sec),
+    else DEFAULT_TIMEOUT."""
+    return task.agent_timeout or DEFAULT_TIMEOUT
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """What the user asked for: one task, one agent, one model, and how to run it.
@@ -76,7 +86,9 @@ class RunSettings:
     results_root: Path
     backend: str
     mode: Mode = "sandbox"
-    timeout: int = 3600
+    timeout: int = DEFAULT_TIMEOUT
+    # No --timeout was given: each task's own agent timeout applies (for_task).
+    timeout_from_task: bool = False
     # Seconds each grading step may run; None leaves the container's default.
     step_timeout: int | None = None
     difficulty: int = 2
@@ -96,6 +108,12 @@ class RunSettings:
     @property
     def model_label(self) -> str:
         return self.model or NO_MODEL
+
+    def for_task(self, task: Task, run_id: str) -> RunSettings:
+        """These settings for another task's run: its own agent timeout when no
+        --timeout was given."""
+        timeout = task_timeout(task) if self.timeout_from_task else self.timeout
+        return dataclasses.replace(self, task=task, run_id=run_id, timeout=timeout)
 
     def image_request(self) -> ImageRequest:
         return dataclasses.replace(

@@ -3,15 +3,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from ssebench.agents import load_agent
 from ssebench.errors import UserError
 from ssebench.harbor.importer import import_tasks, map_images, parse_image_map
+from ssebench.runner import DEFAULT_TIMEOUT, RunSettings
 from ssebench.tasks.dataset import load_dataset
 from ssebench.tasks.model import load_task
 from tests.cli import ssebench
@@ -152,3 +156,24 @@ def test_the_task_yaml_written_is_plain_yaml(imported: Path) -> None:
     data = yaml.safe_load((imported / "cookbook-multi-reward" / "task.yaml").read_text())
     assert data["verifier"]["reward"] == "reward-file"
     assert data["agent"] == {"timeout_sec": 120.0}
+
+
+def test_the_tasks_agent_timeout_is_a_runs_timeout_unless_one_is_given(
+    imported: Path, tmp_path: Path
+) -> None:
+    task = load_task(imported / "hello-user")
+    assert task.agent_timeout == 120
+    untimed = dataclasses.replace(task, agent_timeout=None)
+
+    def settings(**timeouts: Any) -> RunSettings:
+        return RunSettings(
+            task=task, agent=load_agent("dummy"), model=None, run_id="r",
+            results_root=tmp_path, backend="docker", **timeouts,
+        )  # fmt: skip
+
+    following = settings(timeout=120, timeout_from_task=True)
+    assert following.for_task(task, "r2").timeout == 120
+    assert following.for_task(untimed, "r3").timeout == DEFAULT_TIMEOUT
+    assert settings(timeout=50).for_task(task, "r4").timeout == 50
+    done = ssebench("run", "--help")
+    assert "default: the task's own" in " ".join(done.stdout.split())

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import secrets
 import sys
@@ -112,7 +111,10 @@ def register(commands: Any) -> None:
         "--rerun", action="store_true", help="run tasks that already have a recorded grade too"
     )
     parser.add_argument(
-        "--timeout", type=int, default=3600, help="seconds each agent may run (default 3600)"
+        "--timeout",
+        type=int,
+        help="seconds each agent may run (default: each task's own, as an imported Harbor "
+        "task has, else 3600)",
     )
     run_cli.add_step_timeout(parser)
     parser.add_argument(
@@ -358,7 +360,7 @@ def eval_command(arguments: argparse.Namespace) -> int:
     log_path = results_root / f"eval-{stamp}.log"
 
     def settings_for(run: TaskRun) -> RunSettings:
-        return dataclasses.replace(bases[run.entry], task=run.task, run_id=run_ids.new())
+        return bases[run.entry].for_task(run.task, run_ids.new())
 
     with runs_at_once(jobs), output_into(log_path) as (terminal_out, terminal_err):
         log = sys.stderr

@@ -15,7 +15,7 @@ from ssebench.errors import UserError
 from ssebench.extensions import Egress
 from ssebench.host.output import write_or_drop
 from ssebench.results.directory import check_run_id, make_results_root, new_run_id
-from ssebench.runner import Runner, RunSettings
+from ssebench.runner import Runner, RunSettings, task_timeout
 from ssebench.stopping import RunAbandoned, StopRequest, stop_on_signals
 from ssebench.tasks.sources import resolve_dataset
 
@@ -104,7 +104,10 @@ def register(commands: Any) -> None:
     parser.add_argument("--mode", choices=("sandbox", "sidecar"), default="sandbox")
     parser.add_argument("--run-id", help="the run's ID (default: YYYYMMDD-HHMMSS-<hex>)")
     parser.add_argument(
-        "--timeout", type=int, default=3600, help="seconds the agent may run (default 3600)"
+        "--timeout",
+        type=int,
+        help="seconds the agent may run (default: the task's own, as an imported Harbor "
+        "task has, else 3600)",
     )
     add_step_timeout(parser)
     parser.add_argument(
@@ -185,7 +188,7 @@ def settings_from_arguments(
     if egress_name not in ("restricted", "open"):
         raise UserError(f"${EGRESS_VARIABLE} must be restricted or open, not {egress_name!r}")
     egress: Egress = "open" if egress_name == "open" else "restricted"
-    if arguments.timeout <= 0:
+    if arguments.timeout is not None and arguments.timeout <= 0:
         raise UserError("--timeout must be a positive number of seconds")
     step_timeout = getattr(arguments, "step_timeout", None)
     if step_timeout is not None and step_timeout <= 0:
@@ -209,7 +212,8 @@ def settings_from_arguments(
         results_root=Path(arguments.results).resolve(),
         backend=backend_name,
         mode=arguments.mode,
-        timeout=arguments.timeout,
+        timeout=task_timeout(task) if arguments.timeout is None else arguments.timeout,
+        timeout_from_task=arguments.timeout is None,
         step_timeout=step_timeout,
         difficulty=arguments.difficulty,
         egress=egress,

@@ -12,6 +12,7 @@ See docs/adding-a-task.md for the format a task author writes.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,9 @@ class Task:
     verifier: Verifier | None = None
     # The task's own user for the agent (it must exist in the image; never root).
     agent_user: str | None = None
+    # The task's own agent timeout in seconds (task.yaml agent.timeout_sec), used when
+    # a run gives no --timeout.
+    agent_timeout: int | None = None
 
     @property
     def reference_patch(self) -> Path:
@@ -246,6 +250,7 @@ def load_task(folder: Path, dataset: str = "local") -> Task:
         grader=grader,
         verifier=verifier,
         agent_user=_agent_user(data, file),
+        agent_timeout=_agent_timeout(data, file),
     )
 
 
@@ -280,6 +285,20 @@ def _verifier(data: dict[str, Any], file: Path) -> Verifier | None:
         timeout_sec=float(timeout),
         env=tuple(sorted(env.items())),
     )
+
+
+def _agent_timeout(data: dict[str, Any], file: Path) -> int | None:
+    table = data.get("agent") or {}
+    seconds = table.get("timeout_sec") if isinstance(table, dict) else None
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise TaskError(
+            f"{file}: field 'agent' timeout_sec must be a number of seconds above 0",
+            path=str(file),
+            field="agent",
+        )
+    return math.ceil(seconds)
 
 
 def _agent_user(data: dict[str, Any], file: Path) -> str | None:
