@@ -29,7 +29,6 @@ from typing import Any, BinaryIO
 from . import __version__
 from .accounts import AGENT_USER, Account, make_directory
 from .config import Layout, default_path, load_image_environment
-from .logs import LogFile, echo_line
 from .role import AGENT_SIDE_OPTION, EXIT_SETUP_ERROR, Role
 from .sidecar import SOCKET_NAME, AgentLink, LinkClosed
 from .supervision import agent_environment, supervise_agent
@@ -44,6 +43,8 @@ ECHO_PREFIX = "ssebench: agent container: "
 
 
 class AgentSide(Role):
+    echo_prefix = ECHO_PREFIX
+
     def __init__(
         self,
         argv: Sequence[str],
@@ -70,38 +71,14 @@ class AgentSide(Role):
 
     # -- the run -------------------------------------------------------------------
 
-    def run(self) -> int:
-        try:
-            self._open_logs()
-        except Exception as error:
-            message = f"{ECHO_PREFIX}cannot open the run directory: {type(error).__name__}\n"
-            echo_line(self.stdout, message.encode())
-            return EXIT_SETUP_ERROR
-        try:
-            return self._run()
-        finally:
-            for log in self._logs:
-                log.close()
+    def _close(self) -> None:
+        pass  # the link is closed where it was opened (_run)
 
     def _open_logs(self) -> None:
-        layout = self.layout
         # The results mount sits in a root-only folder, as in the environment container.
-        if layout.results.parent == layout.private_root:
-            make_directory(layout.private_root, None, 0o700)
-        layout.results.mkdir(parents=True, exist_ok=True)
-
-        def open_log(name: str, echo: bool) -> LogFile:
-            log = LogFile(
-                layout.results / name,
-                self.redactor,
-                echo=self.stdout if echo else None,
-                echo_prefix=ECHO_PREFIX,
-            )
-            self._logs.append(log)
-            return log
-
-        self.log = open_log(ENTRYPOINT_LOG, echo=True)
-        self.agent_log = open_log(AGENT_LOG, echo=False)
+        self._results_directory(0o755)
+        self.log = self._open_log(ENTRYPOINT_LOG, echo=True)
+        self.agent_log = self._open_log(AGENT_LOG, echo=False)
 
     def _run(self) -> int:
         self.log.line(f"runtime {__version__}; timeout {self.settings.timeout}s")

@@ -43,7 +43,7 @@ from .evaluator import (
     result_document,
     write_result,
 )
-from .logs import LogFile, echo_line, utc_now
+from .logs import utc_now
 from .processes import reap_orphans, sweep_user
 from .repository import BaseRepository
 from .rewards import RewardEvaluator
@@ -116,24 +116,17 @@ class Entrypoint(Role):
 
     def run(self) -> int:
         try:
-            self._open_logs()
-        except Exception as error:
-            # No results directory, so no log and no result.json: say it on stdout.
-            message = f"ssebench: cannot prepare the results directory: {type(error).__name__}\n"
-            echo_line(self.stdout, message.encode())
-            return EXIT_SETUP_ERROR
-        try:
-            return self._run()
+            return super().run()
         finally:
-            if self.link is not None:
-                self.link.close()
-            if self.daemon is not None:
-                self.daemon.stop()
-            if self.dialog is not None:
-                self.dialog.close()
-            for log in self._logs:
-                log.close()
             self._hand_back_results()
+
+    def _close(self) -> None:
+        if self.link is not None:
+            self.link.close()
+        if self.daemon is not None:
+            self.daemon.stop()
+        if self.dialog is not None:
+            self.dialog.close()
 
     def _hand_back_results(self) -> None:
         """Give the run directory to the runner's user once nothing more is written.
@@ -151,20 +144,11 @@ class Entrypoint(Role):
                 chown_tree(tree, account)
 
     def _open_logs(self) -> None:
-        layout = self.layout
-        if layout.results.parent == layout.private_root:
-            make_directory(layout.private_root, None, 0o700)
-        make_directory(layout.results, None, 0o755)
-
-        def open_log(name: str, echo: bool = False) -> LogFile:
-            log = LogFile(layout.results / name, self.redactor, echo=self.stdout if echo else None)
-            self._logs.append(log)
-            return log
-
-        self.log = open_log("entrypoint.log", echo=True)
-        self.agent_log = open_log("agent.log")
-        self.daemon_log = open_log("daemon.log")
-        self.evaluator_log = open_log("evaluator.log")
+        self._results_directory(0o755)
+        self.log = self._open_log("entrypoint.log", echo=True)
+        self.agent_log = self._open_log("agent.log", echo=False)
+        self.daemon_log = self._open_log("daemon.log", echo=False)
+        self.evaluator_log = self._open_log("evaluator.log", echo=False)
 
     def _run(self) -> int:
         settings = self.settings

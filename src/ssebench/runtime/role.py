@@ -18,8 +18,9 @@ from collections.abc import Mapping, Sequence
 from types import FrameType
 from typing import BinaryIO
 
+from .accounts import make_directory
 from .config import Layout, Settings
-from .logs import LogFile, Redactor
+from .logs import LogFile, Redactor, echo_line
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # Either role's exit status when the run could not be set up.
@@ -58,6 +59,54 @@ class Role(abc.ABC):
     def _on_stop_signal(self, signum: int, frame: FrameType | None) -> None:
         """Note the stop, and little more: the interrupted code may hold a log's lock."""
 
-    @abc.abstractmethod
+    # What a line of the role's own on stdout starts with; its logs' echo prefix.
+    echo_prefix = "ssebench: "
+
     def run(self) -> int:
-        """The role's part of the run; returns the container's exit status."""
+        """The role's part of the run; returns the container's exit status. Without its
+        logs (no run directory) it says why on stdout and exits EXIT_SETUP_ERROR."""
+        try:
+            self._open_logs()
+        except Exception as error:
+            message = (
+                f"{self.echo_prefix}cannot prepare the run directory: {type(error).__name__}\n"
+            )
+            echo_line(self.stdout, message.encode())
+            return EXIT_SETUP_ERROR
+        try:
+            return self._run()
+        finally:
+            self._close()
+            for log in self._logs:
+                log.close()
+
+    def _results_directory(self, mode: int) -> None:
+        """The results folder, made; the root-only folder it sits in first."""
+        layout = self.layout
+        if layout.results.parent == layout.private_root:
+            make_directory(layout.private_root, None, 0o700)
+        make_directory(layout.results, None, mode)
+
+    def _open_log(self, name: str, *, echo: bool) -> LogFile:
+        """A log of the run directory, redacted, closed when the role ends; with echo,
+        its lines go to stdout too."""
+        log = LogFile(
+            self.layout.results / name,
+            self.redactor,
+            echo=self.stdout if echo else None,
+            echo_prefix=self.echo_prefix,
+        )
+        self._logs.append(log)
+        return log
+
+    @abc.abstractmethod
+    def _open_logs(self) -> None:
+        """Make the run directory and open the role's logs."""
+
+    @abc.abstractmethod
+    def _run(self) -> int:
+        """The role's part of the run, its logs open."""
+
+    @abc.abstractmethod
+    def _close(self) -> None:
+        """End what the role started (links, daemon, dialog) before its logs close."""
