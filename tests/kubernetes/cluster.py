@@ -22,7 +22,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -175,6 +175,29 @@ def build_as_published(request: ImageRequest) -> str:
     published = prebuilt_images(dataclasses.replace(request, registry=REGISTRY, prebuilt=True)).run
     subprocess.run(["docker", "tag", built, published], check=True, timeout=60)
     return published
+
+
+def reference_run_published(
+    dataset: Path, task_id: str, results: Path, name: str
+) -> tuple[str, Path, dict[str, Any]]:
+    """Publish the reference agent's image of a task of dataset (build_as_published) and
+    run it on the cluster with --prebuilt, to its end: (verdict, run directory, its
+    result.json)."""
+    from ssebench.agents import load_agent
+    from ssebench.runner import image_request
+    from ssebench.tasks import load_dataset
+    from tests.cli import last_line_verdict, run_arguments, ssebench
+
+    task = load_dataset(dataset).task(task_id)
+    build_as_published(image_request(task, load_agent("reference")))
+    arguments = run_arguments(
+        dataset, task_id, "reference", new_run_id(name), results,
+        "--backend", "kubernetes", "--prebuilt",
+    )  # fmt: skip
+    done = ssebench(*arguments, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    status, run_dir = last_line_verdict(done.stdout)
+    return status, run_dir, json.loads((run_dir / "result.json").read_text())
 
 
 def _build_images() -> dict[str, str]:
