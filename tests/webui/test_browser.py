@@ -193,3 +193,20 @@ def token() -> str:
     from tests.webui.conftest import TOKEN
 
     return TOKEN
+
+
+def test_a_run_graded_by_a_reward_shows_each_key(
+    page: Any, server: Server, harbor_dataset: Path, artifacts: Path
+) -> None:
+    run_id = new_run_id("webui-reward")
+    arguments = run_arguments(
+        harbor_dataset, "cookbook-multi-reward", "reference", run_id, server.results
+    )
+    done = ssebench(*arguments, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    row(page, run_id).locator(".badge.passed").wait_for()
+    row(page, run_id).click()
+    reward = page.locator(".card:has(.label:text-is('Reward')) .value")
+    reward.wait_for()
+    assert reward.inner_text() == "correctness 1 · performance 1"
+    page.screenshot(path=str(artifacts / "run-reward.png"), full_page=True)

@@ -332,6 +332,7 @@ function runHeader(detail, base) {
       card("Spend", spend(detail.spend)),
       card("Exit code", detail.exit_code ?? "—"),
       card("Started", when(detail.started_at)),
+      rewardText(grade.reward) ? card("Reward", rewardText(grade.reward)) : null,
     ),
     steps.length ? el("div", { class: "steps" }, steps.map((step) => el("span", {
       class: `step ${step.ok ? "ok" : "bad"}`,
@@ -340,6 +341,16 @@ function runHeader(detail, base) {
     detail.launch_output && !detail.container ? el("details", { open: true }, el("summary", { text: "Launch output" }),
       el("pre", { class: "log", text: detail.launch_output })) : null,
   );
+}
+
+// A task graded by a reward (docs/harbor.md): "1", or "correctness 1 · performance 0".
+// Only finite numbers of a plain object are shown; anything else shows nothing.
+function rewardText(reward) {
+  if (!reward || typeof reward !== "object" || Array.isArray(reward)) return null;
+  const entries = Object.entries(reward).filter(([, value]) => typeof value === "number" && Number.isFinite(value));
+  if (!entries.length) return null;
+  if (entries.length === 1 && entries[0][0] === "reward") return String(entries[0][1]);
+  return entries.map(([key, value]) => `${key} ${value}`).join(" · ");
 }
 
 function card(label, value) {
