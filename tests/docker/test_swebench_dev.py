@@ -345,7 +345,10 @@ def test_an_official_image_pulled_through_a_rate_limit_is_the_environment(
             limit.refuse_next(2)
             ahead = ssebench("images", "pull", "--local", str(official), timeout=600)
             assert ahead.returncode == 0, ahead.stdout + ahead.stderr
-            assert ahead.stderr.count("refused the pull for its rate limit (429)") == 2
+            # Both refusals were answered and the pull was tried again after each failed
+            # try (one try of dockerd may meet both: it can ask for a manifest twice).
+            assert len(limit.refused) == 2
+            assert 1 <= ahead.stderr.count("refused the pull for its rate limit (429)") <= 2
             assert f"pulled {pulled}" in ahead.stderr
             assert "1 of 1 images on this machine" in ahead.stdout
 
@@ -369,8 +372,8 @@ def test_an_official_image_pulled_through_a_rate_limit_is_the_environment(
                 )  # fmt: skip
                 assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
                 assert last_line_verdict(run.stdout)[0] == verdict
-                assert run.stderr.count("refused the pull for its rate limit (429)") == 2
                 assert len(limit.refused) == 2
+                assert 1 <= run.stderr.count("refused the pull for its rate limit (429)") <= 2
         finally:
             for image in (published, pulled, *published_images):
                 docker("rmi", image)
