@@ -127,8 +127,34 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    write_suite_costs(terminalreporter)
     skipped = len(terminalreporter.stats.get("skipped", []))
     terminalreporter.write_line(f"ssebench: skipped tests: {skipped}")
+
+
+def write_suite_costs(terminalreporter: pytest.TerminalReporter, files: int = 20) -> None:
+    """What each suite (tests/<dir>) and the costliest files took, setup and teardown
+    included: CI must stay under 60 minutes cold, and --durations names tests, not
+    where a shared fixture's build lands."""
+    by_suite: dict[str, float] = {}
+    by_file: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if not isinstance(report, pytest.TestReport):
+                continue
+            path = report.nodeid.split("::", 1)[0]
+            parts = path.split("/")
+            suite = "/".join(parts[:2]) if len(parts) > 2 else path
+            by_suite[suite] = by_suite.get(suite, 0.0) + report.duration
+            by_file[path] = by_file.get(path, 0.0) + report.duration
+    if not by_suite:
+        return
+    terminalreporter.write_sep("=", "ssebench: what each suite cost")
+    for suite, seconds in sorted(by_suite.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"{seconds:8.1f}s  {suite}")
+    terminalreporter.write_sep("-", f"the {files} costliest files")
+    for path, seconds in sorted(by_file.items(), key=lambda item: -item[1])[:files]:
+        terminalreporter.write_line(f"{seconds:8.1f}s  {path}")
 
 
 @pytest.fixture(autouse=True, scope="session")
