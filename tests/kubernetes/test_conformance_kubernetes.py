@@ -29,6 +29,16 @@ class TestKubernetesBackend(PilotContract):
     def _on_the_cluster(self, cluster: Cluster) -> None:
         self.cluster = cluster
 
+    @pytest.fixture(autouse=True)
+    def _pull_errors_end_sooner(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A run whose image cannot be pulled fails after 90 s of pull errors (spec),
+        a figure the unit tests hold on a clock (tests/unit/kubernetes/test_waiting.py).
+        What counts here is the real cluster's pull errors, which come at once: 10 s of
+        them is start_error's check, the other 80 s were CI's time."""
+        from ssebench.backends.kubernetes import backend
+
+        monkeypatch.setattr(backend, "PULL_ERROR_SECONDS", 10.0)
+
     def make_backend(self) -> Backend:
         from ssebench.backends.kubernetes import KubernetesBackend
 
