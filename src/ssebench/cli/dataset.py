@@ -91,11 +91,12 @@ def register_import(actions: Any) -> None:
     )
     swebench.add_argument(
         "--python-images",
-        choices=("official", "debian"),
-        default="official",
-        help="where a spec's Python X.Y comes from: the official python:X.Y-slim image "
-        "(default), or ssebench/python:X.Y made offline from Debian "
-        "(scripts/seed-python-image.sh; 3.9, 3.11, 3.13)",
+        choices=("auto", "official", "debian"),
+        default="auto",
+        help="where a spec's Python X.Y comes from: the official python:X.Y-slim image, "
+        "or ssebench/python:X.Y made offline from Debian (scripts/seed-python-image.sh; "
+        "3.9, 3.11, 3.13); auto (default): the official one where Docker has or pulls it, "
+        "else the Debian one",
     )
     swebench.add_argument(
         "--python-substitute",
@@ -168,6 +169,7 @@ def register_check(actions: Any) -> None:
 def import_swebench_command(arguments: argparse.Namespace) -> int:
     from ssebench.swebench.importer import EnvironmentOptions, import_instances
     from ssebench.swebench.instances import hub_records, read_records
+    from ssebench.swebench.python_images import PythonImageSource
     from ssebench.swebench.specs import load_specs
 
     if (arguments.instances_file is None) == (arguments.dataset is None):
@@ -184,7 +186,7 @@ def import_swebench_command(arguments: argparse.Namespace) -> int:
             raise UserError(f"--python-substitute {pair}: give X.Y=A.B, e.g. 3.8=3.9")
         substitutes[specified] = stand_in
     options = EnvironmentOptions(
-        python_images=arguments.python_images,
+        python_images=PythonImageSource(arguments.python_images, progress=sys.stderr),
         resolve_by_date=not arguments.no_resolve_by_date,
         python_substitutes=substitutes,
         official_images=arguments.official_images,

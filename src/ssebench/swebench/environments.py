@@ -34,16 +34,10 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from ssebench.swebench.instances import Instance
 from ssebench.swebench.specs import Spec
 
-PythonImages = Literal["official", "debian"]
-OFFICIAL_PYTHON_IMAGE = "python:{version}-slim"
-DEBIAN_PYTHON_IMAGE = "ssebench/python:{version}"
-# The Debian releases that carry a Python (scripts/seed-python-image.sh makes the image).
-DEBIAN_PYTHONS = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 # The first release of each Python: requirements never resolve to a date before it.
 PYTHON_RELEASES = {
     "3.5": "2015-09-13",
@@ -108,21 +102,6 @@ class EnvironmentPlan:
         }
 
 
-def python_image(version: str, images: PythonImages) -> str:
-    """The image a Python X.Y environment starts from. EnvironmentUnavailable when
-    Debian carries no such Python and the official images are not to be used."""
-    if images == "official":
-        return OFFICIAL_PYTHON_IMAGE.format(version=version)
-    if version not in DEBIAN_PYTHONS:
-        raise EnvironmentUnavailable(
-            f"its specification needs Python {version}, which no Debian release carries "
-            f"(--python-images debian makes {', '.join(DEBIAN_PYTHONS)}); use "
-            "--python-images official on a machine that can pull python:X.Y-slim, or give "
-            "a spec with another python in --specs"
-        )
-    return DEBIAN_PYTHON_IMAGE.format(version=version)
-
-
 def resolution_date(*dates: str | None, python: str) -> str | None:
     """The day requirements resolve as of (YYYY-MM-DD): the latest of dates (the
     instance's created_at, the environment_setup_commit's date) and its Python's release;
@@ -180,16 +159,16 @@ def plan_environment(
     spec: Spec,
     instance: Instance,
     *,
-    images: PythonImages,
+    image: str,
     resolve_by_date: bool,
     requirements_text: str | None,
     tree: Path,
     setup_commit_date: str | None = None,
 ) -> EnvironmentPlan:
-    """The environment of instance from its official-form spec. EnvironmentUnavailable
-    (one line) when a part of it cannot be made."""
+    """The environment of instance from its official-form spec, starting from image
+    (its Python's, python_images.PythonImageSource). EnvironmentUnavailable (one line)
+    when a part of it cannot be made."""
     assert spec.python is not None
-    image = python_image(spec.python, images)
     packages = spec.environment_packages or ""
     requirements: list[str] = []
     if packages == "requirements.txt":

@@ -38,7 +38,6 @@ from ssebench.swebench.environments import (
     PACKAGE_FOLDER,
     SETUP_FOLDER,
     EnvironmentUnavailable,
-    PythonImages,
     dockerfile,
     import_root,
     included_files,
@@ -57,6 +56,7 @@ from ssebench.swebench.instances import (
 )
 from ssebench.swebench.markers import hidden_test_command, script_test_command
 from ssebench.swebench.package import parser_registry
+from ssebench.swebench.python_images import PythonImageSource
 from ssebench.swebench.specs import Spec, find_spec
 from ssebench.tasks.dataset import DATASET_FILE, load_dataset, write_manifest
 from ssebench.tasks.model import (
@@ -254,7 +254,8 @@ class Build:
 class EnvironmentOptions:
     """How the environments of official-form specs are made (docs/datasets.md)."""
 
-    python_images: PythonImages = "official"
+    # Where each spec's Python X.Y image comes from (--python-images; asked once a version).
+    python_images: PythonImageSource = field(default_factory=PythonImageSource)
     resolve_by_date: bool = True
     # Python versions the user lets another stand in for: {"3.8": "3.9"}.
     python_substitutes: dict[str, str] = field(default_factory=dict)
@@ -365,7 +366,7 @@ def official_build(
         plan = plan_environment(
             spec,
             instance,
-            images=options.python_images,
+            image=options.python_images.image(substitute or specified_python),
             resolve_by_date=options.resolve_by_date,
             requirements_text=requirements,
             tree=tree,
