@@ -69,6 +69,16 @@ def probe(run_id: str, *targets: str, env: dict[str, str] | None = None) -> dict
     return result
 
 
+def resolver_options(run_id: str) -> set[str]:
+    done = ssebench("runs", "exec", run_id, "--", "cat", "/etc/resolv.conf", timeout=120)
+    assert done.returncode == 0, done.stderr
+    options: set[str] = set()
+    for line in done.stdout.splitlines():
+        if line.startswith("options "):
+            options.update(line.split()[1:])
+    return options
+
+
 def network_exists(run_id: str) -> bool:
     name = docker_network.network_name(run_id)
     return (
@@ -221,6 +231,10 @@ def test_two_runs_reach_the_proxy_at_one_url_and_not_each_other(
         from_b = probe(run_b, HEALTH, f"{address_a}:4263", env=env)
         assert from_a == {HEALTH: 200, f"{address_b}:4263": "TimeoutError"}
         assert from_b == {HEALTH: 200, f"{address_a}:4263": "TimeoutError"}
+        # A has no way out, so its resolver gives up on an outside name after one try
+        # of a second (the proxy's name was answered above); B's is Docker's default.
+        assert resolver_options(run_a) == {"timeout:1", "attempts:1", "ndots:0"}
+        assert not {"timeout:1", "attempts:1"} & resolver_options(run_b)
         assert network_exists(run_a) and network_exists(run_b)
         assert rules_exist(run_b)
     finally:

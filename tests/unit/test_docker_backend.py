@@ -112,6 +112,20 @@ def test_run_argv(tmp_path: Path) -> None:
     assert SENTINEL not in " ".join(argv)
 
 
+def test_a_restricted_run_gives_up_lookups_of_outside_names_at_once(tmp_path: Path) -> None:
+    def dns_options(spec: RunSpec, network: str) -> list[str]:
+        argv = run_argv(spec, name="n", network=network, env_file="e", now=0)
+        return [argv[index + 1] for index, word in enumerate(argv) if word == "--dns-opt"]
+
+    restricted = make_spec(tmp_path)
+    assert restricted.network.egress == "restricted"
+    assert dns_options(restricted, "net") == ["timeout:1", "attempts:1"]
+    opened = make_spec(tmp_path, network=NetworkPolicy(egress="open"))
+    assert dns_options(opened, "net") == []
+    # Docker refuses DNS options for a container in another's network namespace.
+    assert dns_options(restricted, "container:ssebench-x-env") == []
+
+
 def test_no_run_is_removed_on_exit(tmp_path: Path) -> None:
     argv = run_argv(make_spec(tmp_path, keep=True), name="n", network="n", env_file="e", now=0)
     assert "--rm" not in argv

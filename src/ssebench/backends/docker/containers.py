@@ -44,6 +44,12 @@ PIDS_VARIABLE = "SSEBENCH_DOCKER_PIDS"
 DEFAULT_MEMORY = "4g"
 DEFAULT_CPUS = 2
 DEFAULT_PIDS = 4096
+# A restricted run has no way out, and Docker's DNS answers a name outside the run's
+# network only when the lookup times out: 5 s, twice, by default. One try of a second
+# makes what cannot work fail at once (hidden tests that fetch their data while graded
+# waited minutes on lookups); the names of the run's network (the proxy's) are
+# answered at once all the same.
+RESTRICTED_DNS_OPTIONS = ("timeout:1", "attempts:1")
 # What an environment pipe is asked to hold (Linux lets a user ask for up to 1 MiB).
 ENV_PIPE_BYTES = 1 << 20
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -188,6 +194,10 @@ def docker_run_argv(
     # runner's cleanup, `runs remove` or prune removes it.
     # The image was prepared before the run; never reach for a registry here.
     argv += ["--pull", "never", "--env-file", env_file, "--network", network]
+    # A container in another's network namespace (sidecar's agent) shares its resolver.
+    if spec.network.egress == "restricted" and not network.startswith("container:"):
+        for option in RESTRICTED_DNS_OPTIONS:
+            argv += ["--dns-opt", option]
     argv += hardening_argv() + (limits or ResourceLimits.from_environment()).argv()
     if spec.platform:
         argv += ["--platform", spec.platform]
