@@ -199,6 +199,22 @@ def test_sigkill_during_the_patch_copy_leaves_a_container_prune_removes(
     assert mine([run_id]) == [] and faults.left_on_disk() == []
 
 
+def test_sigkill_during_the_archive_copy_leaves_a_helper_prune_removes(faults: Faults) -> None:
+    """The dummy's first `docker cp` reads its archive out through a helper container
+    that holds the archive's volume: killed there, the runner leaves both, and prune
+    must remove the helper before the volume (it once left both behind)."""
+    run_id = new_run_id("archkill")
+    runner = faults.start(run_id, "dummy", slow="cp")
+    wait_until(lambda: faults.entered("cp"), what="docker cp", seconds=180)
+    runner.process.kill()
+    runner.ended()
+    left = mine([run_id])
+    assert f"container ssebench-{run_id}-archive-copy" in left, left
+    assert f"volume ssebench-{run_id}-archive" in left, left
+    faults.prune()
+    assert mine([run_id]) == [] and faults.left_on_disk() == []
+
+
 def test_a_second_signal_during_removal_ends_at_once_and_records_the_run(
     faults: Faults,
 ) -> None:

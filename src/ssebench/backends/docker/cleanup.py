@@ -187,6 +187,12 @@ def remove_abandoned_volumes(label: str, now: float, host: str) -> list[str]:
         if not (runner_gone or (deadline.isdigit() and int(deadline) < now)):
             continue
         name = str(volume.get("Name", ""))
+        run_id = str(found.get(ARCHIVE_OF, ""))
+        if label == ARCHIVE_OF and run_id:
+            # The helper that copies the archive out (never started) holds the volume
+            # when the runner died while copying; no one else will use it.
+            for helper in container_ids(f"label={ARCHIVE_OF}={run_id}"):
+                remove_container(helper)
         # Not --force: docker refuses a volume a container still uses.
         if run_docker(["volume", "rm", name]).returncode == 0:
             removed.append(name)
