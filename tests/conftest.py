@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -53,9 +54,38 @@ def docker_problem() -> str | None:
     return None
 
 
+# A folder where a cluster start beside the tests writes `log` and, once it has ended,
+# `status` (up.sh's exit status): .ci/run starts k8s-local there while the tests that
+# come first run, as its first start builds Kubernetes (about 8 minutes on 2 cores).
+CLUSTER_START_VARIABLE = "SSEBENCH_TEST_CLUSTER_START"
+CLUSTER_START_SECONDS = 2400
+
+
+def cluster_start_problem() -> str | None:
+    """Wait for a cluster start beside the tests to end; None when it succeeded (or
+    there is none), else why not."""
+    folder = os.environ.get(CLUSTER_START_VARIABLE)
+    if not folder:
+        return None
+    status, log = Path(folder) / "status", Path(folder) / "log"
+    deadline = time.monotonic() + CLUSTER_START_SECONDS
+    while not status.is_file():
+        if time.monotonic() > deadline:
+            return f"the cluster's start beside the tests did not end in {CLUSTER_START_SECONDS} s"
+        time.sleep(2)
+    code = status.read_text().strip()
+    if code != "0":
+        tail = log.read_text(errors="replace")[-1500:] if log.is_file() else "(no log)"
+        return f"the cluster's start (k8s-local up.sh) failed with status {code}: {tail}"
+    return None
+
+
 @functools.cache
 def kubernetes_problem() -> str | None:
     """None when the cluster of $KUBECONFIG answers, else why not."""
+    started = cluster_start_problem()
+    if started is not None:
+        return started
     if not os.environ.get("KUBECONFIG"):
         return "KUBECONFIG is not set (bash ../shared/k8s-local/up.sh prints one)"
     try:
