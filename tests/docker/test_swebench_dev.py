@@ -3,12 +3,14 @@
 
 The environments are made as on a machine that cannot pull: Python 3.9 from Debian
 (ssebench/python:3.9, scripts/seed-python-image.sh, which .ci/run runs), which the
-default --python-images auto falls back to when python:3.9-slim cannot be pulled. pydicom's
-tests fetch data files at test time, which grading (without network) cannot: a user's
-spec for pydicom 2.0 and 2.2 (Python 3.9, the data files from PyPI's pydicom-data, and
-a proxy on a closed loopback port so that a download fails at once instead of waiting
-on each connection) wins over the official one for those versions. One import and one
-check (eight runs, two at once) serve every test of the module.
+default --python-images auto falls back to when python:3.9-slim cannot be pulled, and
+in place of pydicom 2.0's Python 3.8 (--python-substitute 3.8=3.9, no Debian release
+carries 3.8). pydicom's tests fetch data files at test time, which grading (without
+network) cannot: ssebench's offline additions to the official pydicom specs
+(offline_additions.yaml: the data files from PyPI's pydicom-data, and a proxy on a
+closed loopback port so that a download fails at once instead of retrying) make them
+pass. One import and one check (eight runs, two at once) serve every test of the
+module.
 """
 
 from __future__ import annotations
@@ -33,16 +35,6 @@ from tests.swebench_dev import INSTANCES, unpack_repositories
 
 pytestmark = pytest.mark.docker
 RESOLVED = ("pylint-dev-astroid-1268", "sqlfluff-sqlfluff-2386", "pydicom-pydicom-1194")
-PYDICOM_SPECS = """specs:
-  - repo: pydicom/pydicom
-    versions: [2.0, 2.2]
-    python: 3.9
-    packages: numpy
-    pip_packages: [pytest, pydicom-data==1.0.0]
-    install: python -m pip install -e .
-    test_cmd: pytest -rA
-    eval_commands: ["export HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9"]
-"""
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +43,12 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("swebench-dev")
     repos = unpack_repositories(root / "repos")
     dataset = root / "dev"
-    specs = root / "pydicom-specs.yaml"
-    specs.write_text(PYDICOM_SPECS)
     imported = ssebench(
         "dataset", "import", "swebench", str(INSTANCES), "--out", str(dataset),
-        "--repos", str(repos), "--specs", str(specs),
+        "--repos", str(repos), "--python-substitute", "3.8=3.9",
     )  # fmt: skip
     assert imported.returncode == 0, imported.stdout + imported.stderr
+    assert "imported pydicom__pydicom-1194 as " in imported.stdout, imported.stdout
     # Docker was asked once for the four instances of Python 3.9.
     fallback = "python:3.9-slim cannot be pulled here ("
     assert imported.stderr.count(fallback) == 1, imported.stderr
@@ -96,6 +87,12 @@ def test_the_gold_patch_is_resolved_and_the_dummy_is_not(
     tests = json.loads((run_dir / "result.json").read_text())["tests"]
     assert tests["resolved"] is True and tests["FAIL_TO_PASS"]["failure"] == []
     assert tests["PASS_TO_PASS"]["failure"] == []
+    environment = tests["environment"]
+    assert environment["spec"].startswith("official swebench 4."), environment
+    if task == "pydicom-pydicom-1194":
+        # What ssebench changed of the official spec, in the result itself.
+        assert environment["deviations"][0].startswith("ssebench added pydicom-data==1.0.0 ")
+        assert environment["deviations"][1] == "Python 3.9 in place of the specification's 3.8"
 
 
 def test_every_dummy_run_is_not_resolved(check: tuple[dict[str, Any], str]) -> None:

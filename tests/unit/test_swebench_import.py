@@ -406,6 +406,14 @@ def test_the_official_tables_ship_every_python_repository_with_provenance() -> N
     assert sqlfluff.requirements_paths == ("requirements_dev.txt",)
     pydicom = find_spec([], "pydicom/pydicom", "2.0")
     assert pydicom is not None and pydicom.python == "3.8"
+    # ssebench's additions for grading without network (offline_additions.yaml), after
+    # the official values and recorded; none on the versions the file does not name.
+    assert pydicom.pip_packages == ("pytest", "pydicom-data==1.0.0")
+    assert pydicom.eval_commands[-1].startswith("export HTTP_PROXY=http://127.0.0.1:9 ")
+    assert len(pydicom.deviations) == 1 and "pydicom-data" in pydicom.deviations[0]
+    older = find_spec([], "pydicom/pydicom", "1.4")
+    assert older is not None and older.pip_packages == ("pytest",) and not older.deviations
+    assert sum(1 for spec in tables.specs if spec.deviations) == 6
     # Every log parser the tables name is in the installed package's registry.
     registry = parser_registry()
     assert {spec.log_parser for spec in tables.specs} - {None} <= set(registry)
@@ -428,6 +436,21 @@ def test_a_users_spec_wins_over_the_official_one_for_its_versions_only(tmp_path:
     assert mine.log_parser == "parse_log_pytest"
     other = find_spec(users, "pylint-dev/astroid", "2.12")
     assert other is not None and other.python == "3.9" and other.origin.startswith("official")
+
+
+def test_a_users_spec_takes_none_of_ssebenchs_additions(tmp_path: Path) -> None:
+    specs = tmp_path / "specs.yaml"
+    specs.write_text(
+        "specs:\n"
+        "  - repo: pydicom/pydicom\n"
+        "    versions: [2.2]\n"
+        "    python: 3.9\n"
+        "    pip_packages: [pytest]\n"
+        "    test_cmd: pytest -rA\n"
+    )
+    mine = find_spec(load_specs(specs), "pydicom/pydicom", "2.2")
+    assert mine is not None and mine.origin == "--specs"
+    assert mine.pip_packages == ("pytest",) and mine.eval_commands == () and not mine.deviations
 
 
 def test_a_dataset_through_the_datasets_library_imports_offline(

@@ -190,7 +190,7 @@ def plan_environment(
     pins = tuple(line for line in requirements if _PIN.match(line))
     unpinned = tuple(line for line in requirements if not _PIN.match(line))
     apt_packages, shell = split_pre_install(spec.pre_install)
-    deviations = []
+    deviations = list(spec.deviations)
     if shell:
         deviations.append(
             "pre_install's shell lines ran on the repository at environment_setup_commit "

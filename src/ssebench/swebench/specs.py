@@ -41,6 +41,7 @@ from ssebench.swebench.instances import EVAL_TYPES
 from ssebench.tasks.model import DEFAULT_BASE_IMAGE, PACKAGE_PATTERN
 
 OFFICIAL_SPECS_FILE = Path(__file__).with_name("official_specs.json")
+OFFLINE_ADDITIONS_FILE = Path(__file__).with_name("offline_additions.yaml")
 # A requirement pinned to one version: NAME[extras]==VERSION.
 _PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[A-Za-z0-9.!+_-]+$")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
@@ -96,6 +97,8 @@ class Spec:
     base_image: str = DEFAULT_BASE_IMAGE
     eval_type: str = "pass_and_fail"
     ignored_keys: tuple[str, ...] = field(default=())
+    # What ssebench changed of an official spec (offline_additions.yaml), recorded.
+    deviations: tuple[str, ...] = ()
 
     @property
     def official_form(self) -> bool:
@@ -289,7 +292,28 @@ def official_tables() -> OfficialTables:
                     origin=origin,
                 )
             )
-    return OfficialTables(tuple(specs), document["provenance"])
+    return OfficialTables(tuple(_with_offline_additions(specs)), document["provenance"])
+
+
+def _with_offline_additions(specs: list[Spec]) -> list[Spec]:
+    """The official specs with ssebench's additions for grading without network."""
+    document = yaml.load(OFFLINE_ADDITIONS_FILE.read_text(encoding="utf-8"), Loader=_VersionLoader)
+    for index, addition in enumerate(document["additions"]):
+        where = f"{OFFLINE_ADDITIONS_FILE.name}: addition {index + 1}"
+        versions = _string_list(addition, "versions", where)
+        for position, spec in enumerate(specs):
+            if spec.repo != addition["repo"] or not set(spec.versions) & set(versions):
+                continue
+            specs[position] = replace(
+                spec,
+                pip_packages=(*spec.pip_packages, *_string_list(addition, "pip_packages", where)),
+                eval_commands=(
+                    *spec.eval_commands,
+                    *_string_list(addition, "eval_commands", where),
+                ),
+                deviations=(*spec.deviations, str(addition["reason"])),
+            )
+    return specs
 
 
 def find_spec(specs: Sequence[Spec], repo: str, version: str) -> Spec | None:
