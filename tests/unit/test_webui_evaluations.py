@@ -138,6 +138,28 @@ def test_a_report_is_a_matrix_with_rates_spend_and_duration(web: Any) -> None:
     assert hostile["cells"][1]["attempts"][0]["error_msg"] == "<script>alert(1)</script>"
 
 
+def test_a_column_graded_by_rewards_shows_its_mean_reward_per_task(web: Any, results: Path) -> None:
+    """Tasks graded by a reward (docs/harbor.md): the mean per task by key, recomputed
+    from the runs; a key whose mean is not a finite number, or a key that is not a
+    text, is left out; a column of tasks without rewards has none."""
+    rewarded = [
+        run("task-a", "reference", 1, "passed", reward={"correctness": 1.0, "speed": 1.0}),
+        run("task-a", "reference", 2, "failed", reward={"correctness": 1.0, "speed": 0.0}),
+        run("task-b", "reference", 1, "failed", reward={"correctness": 0.0, "nan": float("nan")}),
+        run("task-a", "dummy", 1, "failed"),
+    ]
+    write_json(results / "eval-20261201-120000.json", report(rewarded, ("reference", "dummy")))
+    data = get(web, "/api/evaluations/eval-20261201-120000.json").json()
+    reference, dummy = data["columns"]
+    means = reference["mean_reward_per_task"]
+    assert sorted(means) == ["correctness", "speed"], means
+    assert means["correctness"]["value"] == 0.5  # task-a 1.0, task-b 0.0
+    assert means["speed"]["value"] == 0.5  # task-a's mean; task-b has none
+    assert dummy["mean_reward_per_task"] == {}
+    plain = get(web, "/api/evaluations/eval-20261201-100000.json").json()
+    assert all(column["mean_reward_per_task"] == {} for column in plain["columns"])
+
+
 def test_a_report_in_progress_says_so(web: Any, results: Path) -> None:
     runs = [
         run("task-a", "reference", 1, None, state="running"),

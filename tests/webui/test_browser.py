@@ -210,3 +210,51 @@ def test_a_run_graded_by_a_reward_shows_each_key(
     reward.wait_for()
     assert reward.inner_text() == "correctness 1 · performance 1"
     page.screenshot(path=str(artifacts / "run-reward.png"), full_page=True)
+
+
+def test_an_evaluation_of_reward_tasks_shows_the_mean_reward_per_task(
+    page: Any, server: Server, artifacts: Path
+) -> None:
+    """An evaluation report of tasks graded by rewards (written here from runs, as
+    `ssebench eval` writes one): the matrix's foot has a row of the mean reward per
+    task, by key, as text; a key the verifier named is data, never markup."""
+    from ssebench.reports.summary import summarize_entries
+    from ssebench.results.directory import write_json
+
+    hostile = "<img src=x onerror=alert(1)>"
+    runs = [
+        {"task": "t1", "agent": "reference", "attempt": 1, "status": "passed",
+         "reward": {"correctness": 1.0, hostile: 1.0}},
+        {"task": "t2", "agent": "reference", "attempt": 1, "status": "failed",
+         "reward": {"correctness": 0.0, hostile: 0.5}},
+        {"task": "t1", "agent": "dummy", "attempt": 1, "status": "failed"},
+        {"task": "t2", "agent": "dummy", "attempt": 1, "status": "failed"},
+    ]  # fmt: skip
+    for number, found in enumerate(runs):
+        found.update(
+            model="none", state="done", skipped=False, run_id=None, run_dir=None,
+            error_msg=None, seconds=5.0, spend=None, start_attempts=1, start_retries=[],
+            number=number,
+        )  # fmt: skip
+    matrix = [("reference", "none"), ("dummy", "none")]
+    name = "eval-20261207-reward.json"
+    write_json(
+        server.results / name,
+        {
+            "schema": 2, "command": "eval", "backend": "docker", "attempts": 1,
+            "dataset": {"name": "harbor", "version": "1", "path": "/d"},
+            "matrix": [{"agent": agent, "model": model} for agent, model in matrix],
+            "started_at": "2026-12-07T10:00:00Z", "finished_at": "2026-12-07T10:01:00Z",
+            "elapsed_seconds": 60.0, "interrupted": False, "in_progress": False,
+            "counts": {"total": len(runs)}, "spend": None,
+            "entries": summarize_entries(runs, matrix, 1), "runs": runs,
+        },
+    )  # fmt: skip
+    page.goto(f"{server.url}/#/evaluation/{name}")
+    cells = page.locator("tr[data-row=reward] td")
+    cells.first.wait_for()
+    # The keys in order (the report sorts them), each with its mean over the tasks.
+    assert cells.nth(0).inner_text() == f"{hostile} 0.75 · correctness 0.50"
+    assert cells.nth(1).inner_text() == "—"
+    assert page.locator("img[src=x]").count() == 0
+    page.screenshot(path=str(artifacts / "evaluation-reward.png"), full_page=True)

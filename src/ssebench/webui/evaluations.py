@@ -16,6 +16,7 @@ following a link, and at most REPORT_BYTES of it.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ssebench.errors import UserError
+from ssebench.evaluation.recorded import REWARD_KEYS
 from ssebench.reports.comparison import compare, compare_entries
 from ssebench.reports.summary import REPORT_COMMANDS, upgrade
 from ssebench.results import files as run_files
@@ -309,9 +311,21 @@ def _column(
         },
         "mean_spend_per_task": _statistic(entry.get("mean_spend_per_task")),
         "mean_seconds_per_task": _statistic(entry.get("mean_seconds_per_task")),
+        "mean_reward_per_task": _rewards(entry.get("mean_reward_per_task")),
         "spend": round(sum(spends), 6) if spends else None,
         "seconds": round(sum(seconds), 3) if seconds else None,
     }
+
+
+def _rewards(value: Any) -> dict[str, dict[str, Any]]:
+    """The mean reward per task of a column graded by rewards (docs/harbor.md), by key:
+    at most REWARD_KEYS keys, each a short text, with a finite mean; {} for none."""
+    found: dict[str, dict[str, Any]] = {}
+    for key, statistic in list(_mapping(value).items())[:REWARD_KEYS]:
+        mean = _number(_mapping(statistic).get("value"))
+        if isinstance(key, str) and mean is not None and math.isfinite(mean):
+            found[_text(key, 64) or ""] = _statistic(statistic)
+    return found
 
 
 def _statistic(value: Any) -> dict[str, Any]:

@@ -194,8 +194,19 @@ function evaluationMatrix(data) {
     footRow("Spend per task", (column) => spend(column.mean_spend_per_task.value)),
     footRow("Duration", (column) => duration(column.seconds), { "data-row": "duration" }),
     footRow("Duration per task", (column) => duration(column.mean_seconds_per_task.value)),
+    columns.some((column) => Object.keys(column.mean_reward_per_task || {}).length)
+      ? footRow("Reward per task", (column) => rewardMeans(column.mean_reward_per_task), { "data-row": "reward" })
+      : null,
   );
   return el("div", { class: "table-wrap" }, el("table", { class: "runs matrix" }, el("thead", {}, head), body, foot));
+}
+
+// A column's mean reward per task (docs/harbor.md): "0.50", or "correctness 0.50 · performance 0.25".
+function rewardMeans(means) {
+  const entries = Object.entries(means || {});
+  if (!entries.length) return "—";
+  if (entries.length === 1 && entries[0][0] === "reward") return entries[0][1].value.toFixed(2);
+  return entries.map(([key, mean]) => `${key} ${mean.value.toFixed(2)}`).join(" · ");
 }
 
 // -- two reports side by side -----------------------------------------------------------------
