@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ssebench.swebench.builds import official_image
 from ssebench.swebench.environments import (
     requirement_lines,
     resolution_date,
     split_pre_install,
 )
-from ssebench.swebench.importer import official_image
 from tests.cli import ssebench
 from tests.git_server import git_daemon, lay_out
 from tests.swebench_dev import INSTANCES, unpack_repositories

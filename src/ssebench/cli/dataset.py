@@ -167,7 +167,8 @@ def register_check(actions: Any) -> None:
 
 
 def import_swebench_command(arguments: argparse.Namespace) -> int:
-    from ssebench.swebench.importer import EnvironmentOptions, import_instances
+    from ssebench.swebench.builds import EnvironmentOptions
+    from ssebench.swebench.importer import import_instances
     from ssebench.swebench.instances import hub_records, read_records
     from ssebench.swebench.python_images import PythonImageSource
     from ssebench.swebench.specs import load_specs

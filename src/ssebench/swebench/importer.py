@@ -18,46 +18,38 @@ An instance that cannot be imported is skipped with one line saying why.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shlex
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
 
 from ssebench.errors import UserError
-from ssebench.swebench.environments import (
-    ENVIRONMENT,
-    MIN_RUNTIME_PYTHON,
-    PACKAGE_FOLDER,
-    SETUP_FOLDER,
-    EnvironmentUnavailable,
-    dockerfile,
-    import_root,
-    included_files,
-    plan_environment,
-    setup_files,
-    test_setup,
-    test_setup_for,
-)
+from ssebench.swebench.builds import SOURCE_DIR, EnvironmentOptions, build_for
 from ssebench.swebench.grading import GRADING_FILE
 from ssebench.swebench.instances import (
     Instance,
+    InstanceSkipped,
     Skipped,
     check_records,
     foreign_path_tests,
     unused_fields,
 )
-from ssebench.swebench.markers import hidden_test_command, script_test_command
+from ssebench.swebench.markers import hidden_test_command
 from ssebench.swebench.package import parser_registry
-from ssebench.swebench.python_images import PythonImageSource
-from ssebench.swebench.specs import Spec, find_spec
+from ssebench.swebench.repositories import (
+    DEFAULT_CLONE_FROM,
+    clone_of,
+    export_tree,
+    git,
+    last_line,
+    repository_cache,
+)
+from ssebench.swebench.specs import Spec
 from ssebench.tasks.dataset import DATASET_FILE, load_dataset, write_manifest
 from ssebench.tasks.model import (
     ENVIRONMENT_FOLDER,
@@ -68,26 +60,8 @@ from ssebench.tasks.model import (
     TASK_FILE,
 )
 
-# Where the project lives in the container: where the official images keep it.
-SOURCE_DIR = "/testbed"
 DESCRIPTION_CHARS = 120
-# Appended to a 5.x instance's own Dockerfile: the case layer is built on it as root
-# and makes the source folder's single base commit itself, so a clone's history (which
-# holds the fix) must not stay in the image.
-OWN_DOCKERFILE_FOOTER = f"""
-# Added by `ssebench dataset import swebench`: the case layer, built on this image as
-# root, makes {SOURCE_DIR} one base commit; the history of a clone must not stay.
-USER root
-RUN rm -rf {SOURCE_DIR}/.git
-"""
 GIT_IDENTITY = ("-c", "user.name=ssebench", "-c", "user.email=ssebench@localhost")
-# Where repositories are cloned from when the user gives no --repos and no --clone-from.
-DEFAULT_CLONE_FROM = "https://github.com/{repo}.git"
-REPOSITORY_CACHE_VARIABLE = "SSEBENCH_REPOSITORY_CACHE"
-
-
-class InstanceSkipped(Exception):
-    """An instance that cannot be imported; its message is the one-line reason."""
 
 
 @dataclass
@@ -108,60 +82,6 @@ def task_id_for(instance_id: str) -> str:
     return text or "instance"
 
 
-def find_clone(repos: Path, repo: str) -> Path | None:
-    """The local clone (or bare mirror) of OWNER/NAME under repos, by the usual layouts:
-    OWNER__NAME, OWNER/NAME or NAME, each with or without .git."""
-    owner, name = repo.split("/", 1)
-    for base in (f"{owner}__{name}", f"{owner}/{name}", name):
-        for candidate in (repos / base, repos / f"{base}.git"):
-            if candidate.is_dir():
-                return candidate
-    return None
-
-
-def _git(
-    args: Sequence[str],
-    *,
-    cwd: Path | None = None,
-    env: dict[str, str] | None = None,
-    stdin: bytes | None = None,
-) -> subprocess.CompletedProcess[bytes]:
-    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
-    try:
-        return subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            env=environment,
-            input=stdin,
-            capture_output=True,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise UserError("git is not installed (not on PATH); the import needs it") from None
-
-
-def _last_line(completed: subprocess.CompletedProcess[bytes]) -> str:
-    lines = completed.stderr.decode(errors="replace").strip().splitlines()
-    return lines[-1] if lines else f"exit status {completed.returncode}"
-
-
-def export_tree(clone: Path, commit: str, dest: Path) -> None:
-    """Write the tree of commit into dest (no .git), with a private index so the clone
-    is not touched and export-ignore attributes do not apply."""
-    found = _git(["-C", str(clone), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"])
-    if found.returncode != 0:
-        raise InstanceSkipped(f"base_commit {commit} is not in the clone {clone}")
-    git_dir = _git(["-C", str(clone), "rev-parse", "--absolute-git-dir"]).stdout.decode().strip()
-    dest.mkdir(parents=True)
-    with tempfile.TemporaryDirectory(prefix="ssebench-index-") as scratch:
-        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        base = ["--git-dir", git_dir, "--work-tree", str(dest)]
-        for step in (["read-tree", commit], ["checkout-index", "--all", "--force"]):
-            completed = _git([*base, *step], env=env)
-            if completed.returncode != 0:
-                raise InstanceSkipped(f"git {step[0]} of {commit} failed: {_last_line(completed)}")
-
-
 def hidden_files(tree: Path, instance: Instance, hidden: Path) -> list[str]:
     """Check that patch and test_patch apply to tree, and copy the files the test_patch
     adds or changes, as they are after it, into hidden. Returns their paths."""
@@ -173,21 +93,19 @@ def hidden_files(tree: Path, instance: Instance, hidden: Path) -> list[str]:
             ["add", "-A", "-f"],
             [*GIT_IDENTITY, "commit", "-q", "--no-verify", "-m", "base"],
         ):
-            completed = _git(args, cwd=work)
+            completed = git(args, cwd=work)
             if completed.returncode != 0:
-                raise InstanceSkipped(f"cannot stage the tree: {_last_line(completed)}")
-        checked = _git(["apply", "--check", "-"], cwd=work, stdin=instance.patch.encode())
+                raise InstanceSkipped(f"cannot stage the tree: {last_line(completed)}")
+        checked = git(["apply", "--check", "-"], cwd=work, stdin=instance.patch.encode())
         if checked.returncode != 0:
-            raise InstanceSkipped(
-                f"the patch does not apply at base_commit ({_last_line(checked)})"
-            )
-        applied = _git(["apply", "-"], cwd=work, stdin=instance.test_patch.encode())
+            raise InstanceSkipped(f"the patch does not apply at base_commit ({last_line(checked)})")
+        applied = git(["apply", "-"], cwd=work, stdin=instance.test_patch.encode())
         if applied.returncode != 0:
             raise InstanceSkipped(
-                f"the test_patch does not apply at base_commit ({_last_line(applied)})"
+                f"the test_patch does not apply at base_commit ({last_line(applied)})"
             )
-        _git(["add", "-A", "-f"], cwd=work)
-        status = _git(["diff", "--cached", "--name-status", "--no-renames", "-z"], cwd=work)
+        git(["add", "-A", "-f"], cwd=work)
+        status = git(["diff", "--cached", "--name-status", "--no-renames", "-z"], cwd=work)
         fields = status.stdout.decode().split("\0")
         paths = []
         for kind, path in zip(fields[0::2], fields[1::2], strict=False):
@@ -232,265 +150,6 @@ def _represent_text(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 
 
 _BlockDumper.add_representer(str, _represent_text)
-
-
-@dataclass(frozen=True)
-class Build:
-    """How an instance's environment is built and its tests are run."""
-
-    dockerfile: str
-    test_command: str
-    log_parser: str
-    eval_type: str
-    # Run before the tests' start marker (the official eval_commands, PYTHONPATH).
-    test_setup: str = ""
-    # Further files of the environment's build context, by relative path.
-    context_files: dict[str, str] = field(default_factory=dict)
-    # What the environment was made of, for swebench.json (official-form specs).
-    environment: dict[str, object] | None = None
-
-
-@dataclass(frozen=True)
-class EnvironmentOptions:
-    """How the environments of official-form specs are made (docs/datasets.md)."""
-
-    # Where each spec's Python X.Y image comes from (--python-images; asked once a version).
-    python_images: PythonImageSource = field(default_factory=PythonImageSource)
-    resolve_by_date: bool = True
-    # Python versions the user lets another stand in for: {"3.8": "3.9"}.
-    python_substitutes: dict[str, str] = field(default_factory=dict)
-    # REGISTRY/NAMESPACE of the official prebuilt images, which then are the
-    # environments (official_image_dockerfile); None builds them here.
-    official_images: str | None = None
-    official_tag: str = "latest"
-
-
-def build_for(
-    instance: Instance,
-    specs: list[Spec],
-    test_files: list[str],
-    *,
-    clone: Path,
-    tree: Path,
-    environment_dir: Path,
-    options: EnvironmentOptions,
-) -> Build:
-    """The instance's own build (5.x) or its specification's; InstanceSkipped if neither."""
-    if instance.has_own_build:
-        assert instance.eval_script is not None
-        if instance.log_parser is None:
-            raise InstanceSkipped("it has an eval_script but no log_parser")
-        command = script_test_command(instance.eval_script)
-        if command is None:
-            raise InstanceSkipped(
-                "its eval_script has no test command between the "
-                "': '>>>>> Start Test Output'' and ': '>>>>> End Test Output'' markers"
-            )
-        if instance.dockerfile is not None:
-            own = instance.dockerfile.rstrip("\n")
-        else:
-            # A row that names its environment's image and no dockerfile: that image as
-            # written, pulled by the build like any FROM.
-            own = f"# The instance's image (its row has no dockerfile).\nFROM {instance.image}"
-        return Build(
-            own + "\n" + OWN_DOCKERFILE_FOOTER,
-            command,
-            instance.log_parser,
-            instance.eval_type,
-        )
-    spec = find_spec(specs, instance.repo, instance.version)
-    if spec is None:
-        hint = "add one to --specs FILE" if specs else "pass --specs FILE with one"
-        raise InstanceSkipped(
-            f"it has no dockerfile/eval_script of its own and there is no install "
-            f"specification for {instance.repo} version {instance.version}; {hint}"
-        )
-    if spec.official_form:
-        return official_build(
-            instance,
-            spec,
-            test_files,
-            clone=clone,
-            tree=tree,
-            environment_dir=environment_dir,
-            options=options,
-        )
-    assert spec.test_cmd is not None and spec.log_parser is not None
-    command = f"{spec.test_cmd} {' '.join(shlex.quote(path) for path in test_files)}"
-    return Build(spec.dockerfile(), command, instance.log_parser or spec.log_parser, spec.eval_type)
-
-
-# The official harness leaves files of these kinds out of the test command
-# (NON_TEST_EXTS of swebench.harness.constants).
-NON_TEST_SUFFIXES = (
-    ".json",
-    ".png",
-    "csv",
-    ".txt",
-    ".md",
-    ".jpg",
-    ".jpeg",
-    ".pkl",
-    ".yml",
-    ".yaml",
-    ".toml",
-)
-
-
-def official_build(
-    instance: Instance,
-    spec: Spec,
-    test_files: list[str],
-    *,
-    clone: Path,
-    tree: Path,
-    environment_dir: Path,
-    options: EnvironmentOptions,
-) -> Build:
-    """The build of an official-form spec (environments.py): the repository at
-    environment_setup_commit goes into the environment's context."""
-    if spec.test_cmd is None:
-        raise InstanceSkipped(f"its specification ({spec.origin}) has no test_cmd")
-    if spec.log_parser is None and instance.log_parser is None:
-        raise InstanceSkipped(f"its specification ({spec.origin}) names no log_parser")
-    assert spec.python is not None
-    if options.official_images is not None:
-        return official_image_build(instance, spec, test_files, tree=tree, options=options)
-    specified_python = spec.python
-    substitute = options.python_substitutes.get(specified_python)
-    if substitute is not None:
-        spec = replace(spec, python=substitute)
-    setup_commit = instance.environment_setup_commit or instance.base_commit
-    requirements = read_requirements(clone, setup_commit, spec.requirements_paths)
-    try:
-        plan = plan_environment(
-            spec,
-            instance,
-            image=options.python_images.image(substitute or specified_python),
-            resolve_by_date=options.resolve_by_date,
-            requirements_text=requirements,
-            tree=tree,
-            setup_commit_date=_commit_date(clone, setup_commit),
-        )
-    except EnvironmentUnavailable as reason:
-        raise InstanceSkipped(str(reason)) from None
-    if substitute is not None:
-        plan = replace(
-            plan,
-            deviations=(
-                *plan.deviations,
-                f"Python {substitute} in place of the specification's {specified_python}",
-            ),
-        )
-    export_tree(clone, setup_commit, environment_dir / PACKAGE_FOLDER)
-    directives = [path for path in test_files if not path.endswith(NON_TEST_SUFFIXES)]
-    if instance.repo == "django/django":
-        directives = [django_directive(path) for path in directives]
-    command = f"{spec.test_cmd} {' '.join(shlex.quote(path) for path in directives)}"
-    context = {f"{SETUP_FOLDER}/{name}": text for name, text in setup_files(plan).items()}
-    return Build(
-        dockerfile(plan, package_version=instance.version),
-        command,
-        instance.log_parser or spec.log_parser or "",
-        spec.eval_type,
-        test_setup=test_setup(plan, spec.eval_commands),
-        context_files=context,
-        environment={**plan.record(), "environment_setup_commit": setup_commit},
-    )
-
-
-def official_image(instance_id: str, namespace: str, tag: str) -> str:
-    """The official harness's name of an instance's prebuilt image: `__` in the ID is
-    written `_1776_`, and the name is lower case."""
-    name = instance_id.replace("__", "_1776_").lower()
-    return f"{namespace.rstrip('/')}/sweb.eval.x86_64.{name}:{tag}"
-
-
-def official_image_build(
-    instance: Instance,
-    spec: Spec,
-    test_files: list[str],
-    *,
-    tree: Path,
-    options: EnvironmentOptions,
-) -> Build:
-    """The build of an official-form spec on the instance's official prebuilt image:
-    the repository at /testbed and its environment `testbed`, as the published results
-    used them. Only the test command is the spec's; nothing is installed."""
-    assert spec.python is not None and options.official_images is not None
-    if tuple(int(part) for part in spec.python.split(".")[:2]) < MIN_RUNTIME_PYTHON:
-        raise InstanceSkipped(
-            f"its official image's testbed environment has Python {spec.python}, first on "
-            "PATH, and ssebench's runtime needs 3.9 or later there; build the environment "
-            "here instead (without --official-images), with --python-substitute"
-        )
-    image = official_image(instance.instance_id, options.official_images, options.official_tag)
-    directives = [path for path in test_files if not path.endswith(NON_TEST_SUFFIXES)]
-    if instance.repo == "django/django":
-        directives = [django_directive(path) for path in directives]
-    command = f"{spec.test_cmd} {' '.join(shlex.quote(path) for path in directives)}"
-    root = import_root(tree)
-    plan_record = {
-        "python": spec.python,
-        "image": image,
-        "official_image": True,
-        "resolved_as_of": None,
-        "spec": f"{spec.origin} ({spec.repo} {', '.join(spec.versions)})",
-        "import_root": root,
-        "deviations": [],
-    }
-    return Build(
-        official_image_dockerfile(image),
-        command,
-        instance.log_parser or spec.log_parser or "",
-        spec.eval_type,
-        test_setup=test_setup_for(root, spec.eval_commands),
-        environment=plan_record,
-    )
-
-
-def official_image_dockerfile(image: str) -> str:
-    return (
-        "# Written by `ssebench dataset import swebench --official-images`: the instance's\n"
-        "# official prebuilt image, its environment `testbed` first on PATH (what the\n"
-        "# harness's `conda activate testbed` does for the tests).\n"
-        f"FROM {image}\n"
-        f"ENV PATH={ENVIRONMENT}/bin:$PATH\n"
-    )
-
-
-def django_directive(path: str) -> str:
-    """A Django test file as its runner names it: tests/a/b.py -> a.b."""
-    path = path.removesuffix(".py")
-    path = path.removeprefix("tests/")
-    return path.replace("/", ".")
-
-
-def read_requirements(clone: Path, commit: str, paths: Sequence[str]) -> str | None:
-    """The first of paths in the clone at commit, with the files it includes (`-r`)
-    first, as the harness reads them; None when none of paths is there."""
-    for path in paths:
-        text = _show(clone, commit, path)
-        if text is None:
-            continue
-        folder = path.rsplit("/", 1)[0] if "/" in path else ""
-        included = []
-        for name in included_files(text):
-            extra = _show(clone, commit, f"{folder}/{name}" if folder else name)
-            if extra is not None:
-                included.append(extra)
-        return "\n".join([*included, text])
-    return None
-
-
-def _commit_date(clone: Path, commit: str) -> str | None:
-    shown = _git(["-C", str(clone), "show", "-s", "--format=%cI", commit])
-    return shown.stdout.decode().strip() or None if shown.returncode == 0 else None
-
-
-def _show(clone: Path, commit: str, path: str) -> str | None:
-    shown = _git(["-C", str(clone), "show", f"{commit}:{path}"])
-    return shown.stdout.decode(errors="replace") if shown.returncode == 0 else None
 
 
 def write_task(
@@ -605,7 +264,7 @@ def import_instances(
             )
             continue
         try:
-            clone = _clone_of(entry, repos, clone_from, progress)
+            clone = clone_of(entry, repos, clone_from, progress)
             folder = out / task_id
             if folder.exists():
                 shutil.rmtree(folder)
@@ -645,88 +304,3 @@ def import_instances(
             )
         write_manifest(load_dataset(out))
     return report
-
-
-def repository_cache() -> Path:
-    """Where the import keeps the repositories it clones when --repos is not given:
-    $SSEBENCH_REPOSITORY_CACHE, else $XDG_CACHE_HOME/ssebench/repositories (~/.cache)."""
-    configured = os.environ.get(REPOSITORY_CACHE_VARIABLE)
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ssebench" / "repositories"
-
-
-def _needed_commits(instance: Instance) -> list[str]:
-    commits = [instance.base_commit]
-    if instance.environment_setup_commit and instance.environment_setup_commit not in commits:
-        commits.append(instance.environment_setup_commit)
-    return commits
-
-
-def _has_commit(clone: Path, commit: str) -> bool:
-    found = _git(["-C", str(clone), "cat-file", "-e", f"{commit}^{{commit}}"])
-    return found.returncode == 0
-
-
-def _clone_of(
-    instance: Instance, repos: Path, clone_from: str | None, progress: TextIO | None
-) -> Path:
-    """The clone holding the instance's commits: found under repos, or fetched there from
-    clone_from ({repo} is OWNER/NAME): only the commits the instance needs when the
-    server gives single commits, else the whole repository."""
-    clone = find_clone(repos, instance.repo)
-    missing = [
-        commit
-        for commit in _needed_commits(instance)
-        if clone is None or not _has_commit(clone, commit)
-    ]
-    if not missing:
-        assert clone is not None
-        return clone
-    if clone_from is None:
-        if clone is None:
-            raise InstanceSkipped(
-                f"no clone of {instance.repo} under {repos} "
-                f"(looked for {instance.repo.replace('/', '__')}, {instance.repo}, "
-                f"{instance.repo_name}); pass --clone-from URL to clone it"
-            )
-        return clone  # export_tree names the commit that is missing
-    return fetch_commits(repos, clone, instance.repo, clone_from, missing, progress)
-
-
-def fetch_commits(
-    repos: Path,
-    clone: Path | None,
-    repo: str,
-    clone_from: str,
-    commits: list[str],
-    progress: TextIO | None,
-) -> Path:
-    """Fetch commits of OWNER/NAME from the clone_from template into clone, or into a new
-    bare repository repos/OWNER__NAME.git that later imports find. InstanceSkipped when
-    the fetch fails."""
-    url = clone_from.replace("{repo}", repo)
-    made = clone is None
-    target = clone if clone is not None else repos / f"{repo.replace('/', '__')}.git"
-    if progress is not None:
-        progress.write(f"fetching {len(commits)} commit(s) of {repo} from {url}\n")
-        progress.flush()
-    if made:
-        repos.mkdir(parents=True, exist_ok=True)
-        initialized = _git(["init", "--quiet", "--bare", str(target)])
-        if initialized.returncode != 0:
-            raise InstanceSkipped(f"cannot make {target}: {_last_line(initialized)}")
-    # Each commit under a ref of its own, so that no gc of the cache drops it.
-    refspecs = [f"{commit}:refs/ssebench/{commit}" for commit in commits]
-    single = _git(["-C", str(target), "fetch", "--quiet", "--depth", "1", "--", url, *refspecs])
-    if single.returncode != 0:
-        # A server that does not give single commits: the whole repository instead.
-        branches = "+refs/heads/*:refs/heads/*"
-        whole = _git(["-C", str(target), "fetch", "--quiet", "--tags", "--", url, branches])
-        if whole.returncode != 0 or not all(_has_commit(target, commit) for commit in commits):
-            if made:
-                shutil.rmtree(target, ignore_errors=True)
-            reason = _last_line(whole) if whole.returncode != 0 else "the commits are not there"
-            raise InstanceSkipped(f"cloning {url} failed: {reason}")
-    return target

@@ -72,6 +72,10 @@ class Instance:
         return self.repo.split("/", 1)[1]
 
 
+class InstanceSkipped(Exception):
+    """An instance that cannot be imported; its message is the one-line reason."""
+
+
 @dataclass(frozen=True)
 class Skipped:
     """An instance that is not imported, and why (one line)."""
