@@ -300,9 +300,10 @@ def test_an_official_image_pulled_through_a_rate_limit_is_the_environment(
 ) -> None:
     """An image laid out as the official ones (the repository at /testbed, the
     environment `testbed` at /opt/miniconda3/envs/testbed: the check's astroid
-    environment) in a real registry on loopback, behind a proxy that answers 429 twice.
-    The import names it; the check's runs pull it (tried again twice) and the reference
-    passes on it, dummy fails; `ssebench images pull` fetches it ahead the same way."""
+    environment) in a real registry on loopback, behind a proxy that answers 429.
+    The import names it; the check's two runs pull it through two refusals (tried
+    again) and the reference passes on it, dummy fails; `ssebench images pull` and a
+    --prebuilt run of each agent pull through one refusal each."""
     root, dataset = dev
     built = environment_layer(load_dataset(dataset).task("pylint-dev-astroid-1268"))
     assert built is not None
@@ -343,13 +344,15 @@ def test_an_official_image_pulled_through_a_rate_limit_is_the_environment(
             assert 1 <= retried <= 2
 
             docker("rmi", pulled)  # its layers stay with the images built on it
-            limit.refuse_next(2)
+            # One image pulled alone: one refusal, met by the first try, and one try
+            # more. (With two, a second try may not ask for what the proxy refuses:
+            # dockerd can keep the manifest it read by digest, so the second refusal
+            # is left over; the back-off's doubling is tests/unit/test_image_pulls.py's.)
+            limit.refuse_next(1)
             ahead = ssebench("images", "pull", "--local", str(official), timeout=600)
             assert ahead.returncode == 0, ahead.stdout + ahead.stderr
-            # Both refusals were answered and the pull was tried again after each failed
-            # try (one try of dockerd may meet both: it can ask for a manifest twice).
-            assert len(limit.refused) == 2
-            assert 1 <= ahead.stderr.count("refused the pull for its rate limit (429)") <= 2
+            assert len(limit.refused) == 1
+            assert ahead.stderr.count("refused the pull for its rate limit (429)") == 1
             assert f"pulled {pulled}" in ahead.stderr
             assert "1 of 1 images on this machine" in ahead.stdout
 
@@ -364,7 +367,7 @@ def test_an_official_image_pulled_through_a_rate_limit_is_the_environment(
             for image in json.loads(publish.stdout)["images"]:
                 published_images.append(image)
             for agent, verdict in (("reference", "passed"), ("dummy", "failed")):
-                limit.refuse_next(2)
+                limit.refuse_next(1)
                 run = ssebench(
                     "run", "--local", str(official), "--task", "pylint-dev-astroid-1268",
                     "--agent", agent, "--prebuilt", "--results", str(root / "prebuilt"),
@@ -373,8 +376,8 @@ def test_an_official_image_pulled_through_a_rate_limit_is_the_environment(
                 )  # fmt: skip
                 assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
                 assert last_line_verdict(run.stdout)[0] == verdict
-                assert len(limit.refused) == 2
-                assert 1 <= run.stderr.count("refused the pull for its rate limit (429)") <= 2
+                assert len(limit.refused) == 1
+                assert run.stderr.count("refused the pull for its rate limit (429)") == 1
         finally:
             for image in (published, pulled, *published_images):
                 docker("rmi", image)
