@@ -345,12 +345,13 @@ function runHeader(detail, base) {
 
 // A task graded by a reward (docs/harbor.md): "1", or "correctness 1 · performance 0".
 // Only finite numbers of a plain object are shown; anything else shows nothing.
-function rewardText(reward) {
+// format: how a number is written (the evaluation page writes means with two decimals).
+function rewardText(reward, format = String) {
   if (!reward || typeof reward !== "object" || Array.isArray(reward)) return null;
   const entries = Object.entries(reward).filter(([, value]) => typeof value === "number" && Number.isFinite(value));
   if (!entries.length) return null;
-  if (entries.length === 1 && entries[0][0] === "reward") return String(entries[0][1]);
-  return entries.map(([key, value]) => `${key} ${value}`).join(" · ");
+  if (entries.length === 1 && entries[0][0] === "reward") return format(entries[0][1]);
+  return entries.map(([key, value]) => `${key} ${format(value)}`).join(" · ");
 }
 
 function card(label, value) {

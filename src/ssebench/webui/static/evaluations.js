@@ -203,10 +203,8 @@ function evaluationMatrix(data) {
 
 // A column's mean reward per task (docs/harbor.md): "0.50", or "correctness 0.50 · performance 0.25".
 function rewardMeans(means) {
-  const entries = Object.entries(means || {});
-  if (!entries.length) return "—";
-  if (entries.length === 1 && entries[0][0] === "reward") return entries[0][1].value.toFixed(2);
-  return entries.map(([key, mean]) => `${key} ${mean.value.toFixed(2)}`).join(" · ");
+  const values = Object.fromEntries(Object.entries(means || {}).map(([key, mean]) => [key, mean.value]));
+  return rewardText(values, (value) => value.toFixed(2)) || "—";
 }
 
 // -- two reports side by side -----------------------------------------------------------------
