@@ -114,26 +114,41 @@ def upstream() -> Iterator[str]:
         server.server_close()
 
 
+def ask(running: Any, body: dict[str, Any]) -> list[bytes]:
+    request = urllib.request.Request(
+        running.url + "/v1/responses",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": "Bearer sk-run", "Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return list(answer.read().splitlines())
+
+
 def test_the_relay_passes_the_key_on_and_streams_the_call_back_namespaced(upstream: str) -> None:
     running = relay.Relay(upstream).start()
     try:
-        request = urllib.request.Request(
-            running.url + "/v1/responses",
-            data=json.dumps({"tools": [NAMESPACE_TOOL], "stream": True}).encode(),
-            headers={"Authorization": "Bearer sk-run", "Content-Type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            lines = answer.read().splitlines()
+        lines = ask(running, {"model": "m", "tools": [NAMESPACE_TOOL], "stream": True})
     finally:
         running.stop()
     seen = Upstream.seen[-1]
+    assert seen["body"]["model"] == "m"
     assert seen["path"] == "/base/v1/responses"
     assert seen["auth"] == "Bearer sk-run"
     assert seen["body"]["tools"][0]["name"] == "mcp__ssebench__test_patch"
     data = [json.loads(line[len(b"data: ") :]) for line in lines if line.startswith(b"data:")]
     assert data[0]["item"]["namespace"] == "mcp__ssebench"
     assert data[0]["item"]["name"] == "test_patch"
+
+
+def test_a_bridged_model_gets_each_request_under_its_bridge_name(upstream: str) -> None:
+    # A chat-only server's model: the proxy serves its Responses bridge as a second entry.
+    running = relay.Relay(upstream, "m@responses-via-chat").start()
+    try:
+        ask(running, {"model": "m", "tools": [SHELL_TOOL], "stream": True})
+    finally:
+        running.stop()
+    assert Upstream.seen[-1]["body"]["model"] == "m@responses-via-chat"
 
 
 def test_an_error_answer_becomes_one_line_with_the_proxys_message() -> None:

@@ -119,6 +119,31 @@ def test_an_unknown_model_lists_what_the_proxy_serves(proxy: StandIn) -> None:
     assert [r.path for r in proxy.requests] == ["/v1/models"], "no key is made"
 
 
+def test_a_bridged_model_gets_a_key_for_both_entries_and_the_run_the_bridge(
+    proxy: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A chat-only server's model, as `ssebench proxy config` writes it (models.py).
+    proxy.models[:] = ["coder", "coder@responses-via-chat"]
+    client = ProxyClient(proxy.url, MASTER)
+    assert client.offered_models() == ["coder"]
+    session = open_model_session(
+        endpoint(proxy), MASTER, model="coder", budget=10, run_id="r", say=lambda m: None
+    )
+    assert proxy.keys[session.key.hashed]["models"] == ["coder", "coder@responses-via-chat"]
+    assert session.env()["SSE_RESPONSES_MODEL_NAME"] == "coder@responses-via-chat"
+    # The bridge entry is not a model to run with, and is not offered in the refusal.
+    with pytest.raises(ProxyError) as caught:
+        client.generate_key("coder@responses-via-chat", 10, "r")
+    assert caught.value.reason == "model" and str(caught.value).count("coder") == 2
+    # A master-key run (no database) is told of the bridge as well.
+    proxy.database = False
+    monkeypatch.setenv(MASTER_KEY_FOR_RUNS_VARIABLE, "1")
+    session = open_model_session(
+        endpoint(proxy), MASTER, model="coder", budget=10, run_id="r", say=lambda m: None
+    )
+    assert session.env()["SSE_RESPONSES_MODEL_NAME"] == "coder@responses-via-chat"
+
+
 def test_a_key_refused_for_its_model(proxy: StandIn) -> None:
     # A proxy whose model list and key checks disagree: the refusal is reported.
     proxy.models.append("gpt-9")

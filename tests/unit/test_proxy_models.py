@@ -96,10 +96,59 @@ def test_api_base_goes_into_the_configuration(tmp_path: Path) -> None:
         "  - {name: other, litellm_model: openai/other, api_base: http://other/v1}\n",
     )
     entries = ModelCatalog.load(tmp_path).litellm_config()["model_list"]
-    assert [e["litellm_params"]["api_base"] for e in entries] == [
-        "http://model:8000/v1",
-        "http://other/v1",
+    assert [(e["model_name"], e["litellm_params"]["api_base"]) for e in entries] == [
+        ("coder", "http://model:8000/v1"),
+        ("coder@responses-via-chat", "http://model:8000/v1"),
+        ("other", "http://other/v1"),
+        ("other@responses-via-chat", "http://other/v1"),
     ]
+
+
+def test_an_openai_model_at_a_server_of_its_own_gets_a_responses_bridge(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "own.yaml",
+        "provider: own\napi_base: http://model:8000/v1\nmodels:\n"
+        "  - {name: chat-only, litellm_model: openai/served-name}\n"
+        "  - {name: with-responses, litellm_model: openai/x, responses_api: native}\n"
+        "  - {name: vllm, litellm_model: hosted_vllm/y}\n",
+    )
+    write(
+        tmp_path,
+        "openai.yaml",
+        "provider: openai\nkey_variable: OPENAI_API_KEY\n"
+        "models: [{name: g, litellm_model: openai/g}]\n",
+    )
+    entries = {
+        e["model_name"]: e["litellm_params"]["model"]
+        for e in ModelCatalog.load(tmp_path).litellm_config()["model_list"]
+    }
+    # Only the openai/ model at a server of its own, which did not say native, is bridged;
+    # the bridge reaches the same served name as hosted_vllm/, which LiteLLM bridges.
+    assert entries == {
+        "chat-only": "openai/served-name",
+        "chat-only@responses-via-chat": "hosted_vllm/served-name",
+        "with-responses": "openai/x",
+        "vllm": "hosted_vllm/y",
+        "g": "openai/g",
+    }
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ("{name: m, litellm_model: openai/m, responses_api: bridge}", "responses_api is"),
+        (
+            "{name: m, litellm_model: anthropic/m, responses_api: chat-bridge}",
+            "is for an openai/ model with an api_base",
+        ),
+    ],
+)
+def test_a_wrong_responses_api_is_one_line(tmp_path: Path, entry: str, message: str) -> None:
+    write(tmp_path, "own.yaml", f"provider: own\napi_base: http://m:1/v1\nmodels: [{entry}]\n")
+    with pytest.raises(UserError) as caught:
+        ModelCatalog.load(tmp_path)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
 KEYLESS_LIST = (
@@ -114,7 +163,8 @@ def test_a_keyless_list_needs_no_variable_and_sends_a_placeholder(
     write(tmp_path, "own.yaml", KEYLESS_LIST)
     catalog = ModelCatalog.load(tmp_path)
     assert catalog.get("my-coder").key_variable is None
-    (entry,) = catalog.litellm_config()["model_list"]
+    entry, bridge = catalog.litellm_config()["model_list"]
+    assert bridge["litellm_params"]["api_key"] == KEYLESS_API_KEY
     assert entry["litellm_params"] == {
         "model": "openai/coder",
         "api_key": KEYLESS_API_KEY,

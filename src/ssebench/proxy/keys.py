@@ -21,6 +21,8 @@ from typing import Any, Literal
 
 from ssebench.errors import UserError
 
+from .models import is_responses_bridge, responses_bridge_name
+
 DEFAULT_BUDGET_USD = 10.0
 REQUEST_TIMEOUT_SECONDS = 30.0
 # What a proxy's message may echo of a key (LiteLLM shows parts of keys it refuses).
@@ -47,6 +49,8 @@ class RunKey:
     model: str
     budget: float | None
     managed: bool
+    # The proxy's Responses bridge of the model (models.py), when it serves one.
+    responses_model: str | None = None
 
     @property
     def hashed(self) -> str:
@@ -190,27 +194,35 @@ class ProxyClient:
             str(entry["id"]) for entry in entries if isinstance(entry, dict) and "id" in entry
         )
 
-    def check_model(self, model: str) -> None:
+    def offered_models(self) -> list[str]:
+        """The models the proxy serves, without the entries that only bridge another."""
+        return [name for name in self.served_models() if not is_responses_bridge(name)]
+
+    def check_model(self, model: str) -> str | None:
+        """Raises ProxyError unless the proxy serves model; its Responses bridge, if any."""
         served = self.served_models()
-        if model not in served:
-            listed = ", ".join(served) or "none"
+        if model not in served or is_responses_bridge(model):
+            listed = ", ".join(name for name in served if not is_responses_bridge(name)) or "none"
             raise ProxyError(
                 f"The LiteLLM proxy at {self.host_url} does not serve the model {model!r}; "
                 f"it serves: {listed}. A stack started before the model was added needs "
                 "`ssebench proxy down` and `ssebench proxy up`",
                 reason="model",
             )
+        bridge = responses_bridge_name(model)
+        return bridge if bridge in served else None
 
     def generate_key(self, model: str, budget: float, run_id: str) -> RunKey:
-        """A key that may call model only, and spend at most budget USD."""
+        """A key that may call model only (and its Responses bridge), and spend at most
+        budget USD."""
         if not budget > 0:
             raise UserError("The budget must be a positive number of USD")
-        self.check_model(model)
+        bridge = self.check_model(model)
         data = self._request(
             "POST",
             "/key/generate",
             {
-                "models": [model],
+                "models": [model] if bridge is None else [model, bridge],
                 "max_budget": budget,
                 "key_alias": f"ssebench-{run_id}",
                 "metadata": {"ssebench_run_id": run_id},
@@ -222,7 +234,7 @@ class ProxyClient:
                 f"The LiteLLM proxy at {self.host_url} answered /key/generate without a key",
                 reason="answer",
             )
-        return RunKey(secret=key, model=model, budget=budget, managed=True)
+        return RunKey(secret=key, model=model, budget=budget, managed=True, responses_model=bridge)
 
     def spend(self, key: RunKey) -> Spend:
         query = urllib.parse.urlencode({"key": key.hashed})

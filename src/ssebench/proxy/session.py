@@ -21,6 +21,7 @@ from .stack import LocalStack
 # Opt-in for a proxy without a database, which cannot make keys: the run gets the
 # master key itself, with no budget and no spend record (tests, a proxy of your own).
 MASTER_KEY_FOR_RUNS_VARIABLE = "SSEBENCH_PROXY_MASTER_KEY_FOR_RUNS"
+RESPONSES_MODEL_VARIABLE = "SSE_RESPONSES_MODEL_NAME"
 
 
 @dataclass
@@ -32,11 +33,15 @@ class ModelSession:
 
     def env(self) -> dict[str, str]:
         """The container's model environment (SSE_API_KEY is a secret)."""
-        return {
+        env = {
             "SSE_BASE_URL": self.service_url,
             "SSE_API_KEY": self.key.secret,
             "SSE_MODEL_NAME": self.key.model,
         }
+        if self.key.responses_model:
+            # Where an agent that speaks the Responses API sends it (models.py).
+            env[RESPONSES_MODEL_VARIABLE] = self.key.responses_model
+        return env
 
     def finish(self, say: Callable[[str], None]) -> Spend | None:
         """Read the spend and revoke the key; best effort, never raises; once only."""
@@ -105,12 +110,14 @@ def open_model_session(
                 status=error.status,
             ) from None
         _check_master_key(client)
-        client.check_model(model)
+        bridge = client.check_model(model)
         say(
             "the proxy has no database and cannot make keys: the run gets the master key "
             f"({MASTER_KEY_FOR_RUNS_VARIABLE}=1), with no budget and no spend record"
         )
-        key = RunKey(secret=master_key, model=model, budget=None, managed=False)
+        key = RunKey(
+            secret=master_key, model=model, budget=None, managed=False, responses_model=bridge
+        )
     else:
         say(f"made the run's key: model {model}, budget {budget:g} USD")
     return ModelSession(client=client, key=key, service_url=endpoint.service_url)

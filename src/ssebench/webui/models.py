@@ -57,7 +57,7 @@ def _served(endpoint: ProxyEndpoint) -> dict[str, Any]:
     try:
         served = ProxyClient(
             endpoint.host_url, master_key, timeout=PROXY_TIMEOUT_SECONDS
-        ).served_models()
+        ).offered_models()
     except SsebenchError as error:
         return {"source": "proxy", "models": [], "problem": str(error)}
     return {

@@ -1,7 +1,8 @@
 """The codex agent for real: OpenAI's Codex CLI (the pinned native binary, installed by
 the agent's install image) in the task container, speaking the Responses API to the
 real LiteLLM proxy, which bridges it to chat completions for the scripted model
-server (a hosted_vllm/ model of tests/docker/model_stack.py).
+server, a chat-only `openai/` model of tests/docker/model_stack.py written as
+docs/models.md shows (the bridge is the model's second proxy entry).
 
 The scripted turns call Codex's tools by the names Codex gives them: exec_command
 (its shell; Codex applies an `apply_patch` command itself, as a file change) and

@@ -10,7 +10,9 @@ and the call comes back without its namespace, which Codex then does not know.
 So Codex talks to this relay on the container's loopback, and the relay talks to
 the proxy: in each request every namespace tool becomes plain functions named
 <namespace>__<tool> (and earlier calls in the input likewise), and in each answer
-a call of such a name gets its namespace and tool name back. Everything else,
+a call of such a name gets its namespace and tool name back. Where the proxy serves
+the run's model through a Responses bridge (a second entry of the same model, for a
+server with only the chat API), each request names that entry. Everything else,
 the Authorization header with the run key included, passes through untouched;
 nothing is logged. Standard library only.
 """
@@ -119,9 +121,10 @@ def error_line(status: int, data: bytes) -> str:
 class Relay:
     """An HTTP relay on 127.0.0.1 to `upstream` (the proxy's base URL)."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, responses_model: str | None = None) -> None:
         self.upstream = urllib.parse.urlsplit(upstream)
         self.names = ToolNames()
+        self.responses_model = responses_model
         # The proxy's last refusal ("HTTP 500: ..."): a better reason than Codex's own words.
         self.last_error = ""
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -163,6 +166,8 @@ class Relay:
                 except ValueError:
                     request = None
                 if isinstance(request, dict):
+                    if relay.responses_model and "model" in request:
+                        request["model"] = relay.responses_model
                     body = json.dumps(flatten_request(request, relay.names)).encode()
                 self.forward(body)
 
