@@ -171,6 +171,14 @@ def official_build(
         spec = replace(spec, python=substitute)
     setup_commit = instance.environment_setup_commit or instance.base_commit
     requirements = read_requirements(clone, setup_commit, spec.requirements_paths)
+    environment_yml = next(
+        (
+            text
+            for text in (show(clone, setup_commit, path) for path in spec.environment_yml_paths)
+            if text is not None
+        ),
+        None,
+    )
     try:
         plan = plan_environment(
             spec,
@@ -180,6 +188,7 @@ def official_build(
             requirements_text=requirements,
             tree=tree,
             setup_commit_date=commit_date(clone, setup_commit),
+            environment_yml_text=environment_yml,
         )
     except EnvironmentUnavailable as reason:
         raise InstanceSkipped(str(reason)) from None

@@ -10,7 +10,8 @@ does the same steps with pip in place of conda, in the task's environment/Docker
     apt packages of pre_install      Ubuntu names that Debian lacks mapped (APT_RENAMES)
     a venv at the official env's place, /opt/miniconda3/envs/testbed, first on PATH
     requirements.txt of the repository at environment_setup_commit (the harness's own
-    rewrite of yanked names), the conda-style `packages`, `pip_packages`
+    rewrite of yanked names), or its environment.yml as pip requirements and Debian
+    packages (conda.py), the conda-style `packages`, `pip_packages`
     the repository at environment_setup_commit at /testbed, pre_install, `install`
 
 The steps up to `install` are the same text for every instance of a repository and
@@ -35,6 +36,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from ssebench.swebench.conda import CondaUntranslatable, translate
 from ssebench.swebench.instances import Instance
 from ssebench.swebench.specs import Spec
 
@@ -68,6 +70,7 @@ BUILD_TOOLS = ("setuptools>=64,<81", "wheel", "setuptools-scm<9")
 _APT_INSTALL = re.compile(
     r"^\s*(?:apt-get update\s*&&\s*)?(?:apt-get|apt)\s+install\s+(?P<args>[^;&|]*)$"
 )
+_NAME_END = r"[<>=!~;\[\s]"
 _PIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[^\s;]+(\s*;.*)?$")
 
 
@@ -127,6 +130,11 @@ def split_pre_install(lines: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[st
     return tuple(dict.fromkeys(packages)), tuple(shell)
 
 
+def requirement_name(line: str) -> str:
+    """The project a requirement line names, normalized as pip compares names."""
+    return re.sub(r"[-_.]+", "-", re.split(_NAME_END, line.strip(), maxsplit=1)[0]).lower()
+
+
 def requirement_lines(text: str) -> list[str]:
     """The requirements of a requirements file as the harness keeps them: comments, `-e
     .` and `.[test...]` lines left out, yanked names rewritten."""
@@ -135,7 +143,7 @@ def requirement_lines(text: str) -> list[str]:
         line = raw.strip()
         if not line or line.startswith(("#", "-e .", ".[test", "-r", "--")):
             continue
-        name = re.split(r"[<>=!~;\[\s]", line, maxsplit=1)[0]
+        name = re.split(_NAME_END, line, maxsplit=1)[0]
         if name in REQUIREMENT_RENAMES:
             line = REQUIREMENT_RENAMES[name]
         kept.append(line)
@@ -164,6 +172,7 @@ def plan_environment(
     requirements_text: str | None,
     tree: Path,
     setup_commit_date: str | None = None,
+    environment_yml_text: str | None = None,
 ) -> EnvironmentPlan:
     """The environment of instance from its official-form spec, starting from image
     (its Python's, python_images.PythonImageSource). EnvironmentUnavailable (one line)
@@ -171,6 +180,8 @@ def plan_environment(
     assert spec.python is not None
     packages = spec.environment_packages or ""
     requirements: list[str] = []
+    deviations = list(spec.deviations)
+    conda_apt: tuple[str, ...] = ()
     if packages == "requirements.txt":
         if requirements_text is None:
             raise EnvironmentUnavailable(
@@ -180,17 +191,32 @@ def plan_environment(
             )
         requirements.extend(requirement_lines(requirements_text))
     elif packages == "environment.yml":
-        raise EnvironmentUnavailable(
-            "its specification makes a conda environment.yml environment, which ssebench "
-            "does not translate to pip yet; give a spec with requirements or packages in --specs"
+        if environment_yml_text is None:
+            raise EnvironmentUnavailable(
+                f"its specification reads environment.yml, but none of "
+                f"{', '.join(spec.environment_yml_paths) or '(no paths)'} is in the repository "
+                "at environment_setup_commit"
+            )
+        try:
+            conda = translate(environment_yml_text, "environment.yml")
+        except CondaUntranslatable as reason:
+            raise EnvironmentUnavailable(str(reason)) from None
+        # The spec's own pins win over the file's looser words for the same project, as
+        # the harness's `pip install` of pip_packages after the conda environment does.
+        pinned = {requirement_name(line) for line in spec.pip_packages if _PIN.match(line)}
+        requirements.extend(
+            line for line in conda.requirements if requirement_name(line) not in pinned
         )
+        conda_apt = conda.apt_packages
+        deviations.append("environment.yml made with pip in place of conda (swebench/conda.py)")
+        deviations.extend(f"left out of environment.yml: {item}" for item in conda.left_out)
     elif packages:
         requirements.extend(shlex.split(packages))
     requirements.extend(spec.pip_packages)
     pins = tuple(line for line in requirements if _PIN.match(line))
     unpinned = tuple(line for line in requirements if not _PIN.match(line))
     apt_packages, shell = split_pre_install(spec.pre_install)
-    deviations = list(spec.deviations)
+    apt_packages = tuple(dict.fromkeys((*apt_packages, *conda_apt)))
     if shell:
         deviations.append(
             "pre_install's shell lines ran on the repository at environment_setup_commit "
