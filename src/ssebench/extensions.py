@@ -231,6 +231,16 @@ class SidecarPair:
 
 
 @dataclass(frozen=True)
+class TaskResources:
+    """What a task asks of its container (an imported Harbor task's [environment] cpus
+    and memory_mb); None: the backend's own limit. A limit the user set for the backend
+    (SSEBENCH_DOCKER_CPUS, SSEBENCH_K8S_RESOURCES, ...) comes first."""
+
+    cpus: float | None = None
+    memory_mb: int | None = None
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """Everything a backend needs to carry out one run.
 
@@ -252,6 +262,7 @@ class RunSpec:
     timeout: int = 3600
     keep: bool = False
     sidecar: SidecarPair | None = None
+    resources: TaskResources = field(default_factory=TaskResources)
 
 
 @dataclass(frozen=True)

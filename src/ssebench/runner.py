@@ -421,6 +421,7 @@ class Runner:
             timeout=settings.timeout,
             keep=settings.keep,
             sidecar=sidecar_pair(settings, images, env) if sidecar else None,
+            resources=settings.task.resources,
         )
 
     def _record(

@@ -83,6 +83,9 @@ def test_a_hostile_agent_gets_no_reward_it_did_not_earn(
         "left a process waiting for /tests",
     ]:
         assert f"reward-forger: {line}" in said, said
+    # hello-world's [environment] cpus = 1 and memory_mb = 2048 are its container's
+    # limits (a CPU is 100000 of cgroup's 100000-microsecond period).
+    assert f"reward-forger: limits: cpu 100000 memory {2048 * 2**20}" in said, said
     # The process it left, which would have solved the task during grading (the reward
     # is 1 when it is not swept), was gone before the tests were copied.
     assert re.search(r"killed \d+ leftover process", (run_dir / "entrypoint.log").read_text())

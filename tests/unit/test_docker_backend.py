@@ -23,6 +23,7 @@ from ssebench.extensions import (
     NetworkPolicy,
     RunHandle,
     RunSpec,
+    TaskResources,
 )
 from tests.unit.test_images import UNREACHABLE, FakeDocker, fake_docker_on_path
 
@@ -110,6 +111,23 @@ def test_run_argv(tmp_path: Path) -> None:
         f"type=bind,source={patch},target={REFERENCE_PATCH_TARGET},readonly",
     ]
     assert SENTINEL not in " ".join(argv)
+
+
+def test_a_tasks_resources_are_its_limits_unless_the_user_set_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def limits(spec: RunSpec) -> tuple[str, str]:
+        argv = run_argv(spec, name="n", network="n", env_file="e", now=0)
+        return argv[argv.index("--cpus") + 1], argv[argv.index("--memory") + 1]
+
+    monkeypatch.delenv("SSEBENCH_DOCKER_CPUS", raising=False)
+    monkeypatch.delenv("SSEBENCH_DOCKER_MEMORY", raising=False)
+    asking = make_spec(tmp_path, resources=TaskResources(cpus=1.5, memory_mb=2048))
+    assert limits(asking) == ("1.5", "2048m")
+    assert limits(make_spec(tmp_path))[1] == "4g"
+    monkeypatch.setenv("SSEBENCH_DOCKER_CPUS", "3")
+    monkeypatch.setenv("SSEBENCH_DOCKER_MEMORY", "6g")
+    assert limits(asking) == ("3", "6g")
 
 
 def test_a_restricted_run_gives_up_lookups_of_outside_names_at_once(tmp_path: Path) -> None:

@@ -66,6 +66,8 @@ def test_a_harbor_task_keeps_its_verifier_user_and_tests(imported: Path) -> None
         "root",
     )
     assert task.verifier.timeout_sec == 120.0
+    # [environment] cpus = 1, memory_mb = 2048: the run's RunSpec.resources.
+    assert (task.resources.cpus, task.resources.memory_mb) == (1.0, 2048)
     hidden = imported / "hello-user" / "hidden" / "test.sh"
     assert hidden.read_bytes() == (REAL / "harbor-hello-user" / "tests" / "test.sh").read_bytes()
     assert task.prompt.startswith("Run `whoami` and write the output to `/app/whoami.txt`.")

@@ -15,7 +15,7 @@ from ssebench.backends.podman.options import (
     mount_option,
     ulimit_argv,
 )
-from ssebench.extensions import BackendError, Mount, RunHandle
+from ssebench.extensions import BackendError, Mount, RunHandle, TaskResources
 
 SECRET = "sk-podman-unit-9a7e"
 
@@ -52,6 +52,12 @@ def test_hardening_drops_every_capability_but_the_entrypoint_s() -> None:
     argv = hardening_argv()
     assert argv[:2] == ["--cap-drop", "ALL"]
     assert "no-new-privileges" in argv and "--pids-limit" in argv and "--memory" in argv
+
+
+def test_a_tasks_resources_are_its_limits() -> None:
+    argv = hardening_argv(TaskResources(cpus=1, memory_mb=512))
+    assert argv[argv.index("--cpus") + 1] == "1" and argv[argv.index("--memory") + 1] == "512m"
+    assert hardening_argv()[hardening_argv().index("--memory") + 1] == "4g"
 
 
 def test_mounts() -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ssebench.errors import TaskError
+from ssebench.extensions import TaskResources
 from ssebench.tasks import load_dataset, load_task
 from ssebench.tasks.dataset import manifest_differences, write_manifest
 
@@ -46,6 +47,9 @@ def test_loads_the_fixture_task() -> None:
         ("source_dir: /src/tiny", "source_dir: src/tiny", "source_dir"),
         ("packages: [python3]", "packages: python3", "packages"),
         ("prompt: |\n  add(2, 3) returns -1; it should return 5.\n", "prompt: 3\n", "prompt"),
+        ("id: tiny-add", "id: tiny-add\nresources: {cpus: 0}", "resources"),
+        ("id: tiny-add", "id: tiny-add\nresources: {memory_mb: 1.5}", "resources"),
+        ("id: tiny-add", "id: tiny-add\nresources: {disk: 3}", "resources"),
     ],
 )
 def test_malformed_task_names_file_and_field(dataset: Path, old: str, new: str, field: str) -> None:
@@ -55,6 +59,12 @@ def test_malformed_task_names_file_and_field(dataset: Path, old: str, new: str, 
     assert str(file) in str(raised.value)
     assert f"'{field}'" in str(raised.value)
     assert raised.value.field == field
+
+
+def test_a_tasks_resources(dataset: Path) -> None:
+    assert load_task(dataset / "tiny-add").resources == TaskResources()
+    file = edit_task(dataset, "id: tiny-add", "id: tiny-add\nresources: {cpus: 2, memory_mb: 512}")
+    assert load_task(file.parent).resources == TaskResources(cpus=2.0, memory_mb=512)
 
 
 def test_missing_reference_patch_is_named(dataset: Path) -> None:

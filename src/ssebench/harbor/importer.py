@@ -193,6 +193,9 @@ def write_task(
         "verifier": verifier_table(task),
         "agent": agent,
     }
+    resources = {"cpus": task.environment.cpus, "memory_mb": task.environment.memory_mb}
+    if any(value is not None for value in resources.values()):
+        data["resources"] = {key: value for key, value in resources.items() if value is not None}
     (folder / TASK_FILE).write_text(
         yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000), encoding="utf-8"
     )

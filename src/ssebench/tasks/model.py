@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ssebench.errors import TaskError
+from ssebench.extensions import TaskResources
 from ssebench.host.entry_points import entry_points
 
 TASK_FILE = "task.yaml"
@@ -92,6 +93,8 @@ class Task:
     # The task's own agent timeout in seconds (task.yaml agent.timeout_sec), used when
     # a run gives no --timeout.
     agent_timeout: int | None = None
+    # What the task asks of its container (task.yaml resources: cpus, memory_mb).
+    resources: TaskResources = field(default_factory=TaskResources)
 
     @property
     def reference_patch(self) -> Path:
@@ -251,7 +254,30 @@ def load_task(folder: Path, dataset: str = "local") -> Task:
         verifier=verifier,
         agent_user=_agent_user(data, file),
         agent_timeout=_agent_timeout(data, file),
+        resources=_resources(data, file),
     )
+
+
+def _resources(data: dict[str, Any], file: Path) -> TaskResources:
+    table = data.get("resources")
+    if table is None:
+        return TaskResources()
+
+    def problem(what: str) -> TaskError:
+        return TaskError(f"{file}: field 'resources' {what}", path=str(file), field="resources")
+
+    if not isinstance(table, dict) or not set(table) <= {"cpus", "memory_mb"}:
+        raise problem("must be a mapping of cpus and memory_mb")
+    cpus, memory = table.get("cpus"), table.get("memory_mb")
+    if cpus is not None and (
+        isinstance(cpus, bool) or not isinstance(cpus, (int, float)) or not 0 < cpus < 1024
+    ):
+        raise problem("cpus must be a number of CPUs above 0, such as 2 or 0.5")
+    if memory is not None and (
+        isinstance(memory, bool) or not isinstance(memory, int) or memory < 6
+    ):
+        raise problem("memory_mb must be a whole number of MiB, at least 6")
+    return TaskResources(cpus=None if cpus is None else float(cpus), memory_mb=memory)
 
 
 def _verifier(data: dict[str, Any], file: Path) -> Verifier | None:

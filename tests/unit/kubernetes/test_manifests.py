@@ -20,6 +20,7 @@ from ssebench.extensions import (
     Mount,
     NetworkPolicy,
     RunSpec,
+    TaskResources,
 )
 
 MODEL_KEY = "sk-unit-test-model-key-4b1d"
@@ -175,6 +176,19 @@ def test_settings_reach_the_job(tmp_path: Path) -> None:
     task = containers(job)["task"]
     assert task["resources"] == {"limits": {"cpu": "2"}}
     assert {c["imagePullPolicy"] for c in containers(job).values()} == {"Never"}
+
+
+def test_a_tasks_resources_are_its_limits_unless_the_user_set_them(tmp_path: Path) -> None:
+    spec = make_spec(tmp_path, resources=TaskResources(cpus=0.5, memory_mb=4096))
+    _, _, job = render(spec)
+    # The limits are the task's; a default request above a limit comes down to it.
+    assert containers(job)["task"]["resources"] == {
+        "requests": {"cpu": "0.5", "memory": "2Gi", "ephemeral-storage": "2Gi"},
+        "limits": {"cpu": "0.5", "memory": "4096Mi", "ephemeral-storage": "20Gi"},
+    }
+    users = KubernetesSettings(resources={"limits": {"cpu": "2"}}, resources_set=True)
+    _, _, job = render(spec, users)
+    assert containers(job)["task"]["resources"] == {"limits": {"cpu": "2"}}
 
 
 def test_task_container(tmp_path: Path) -> None:

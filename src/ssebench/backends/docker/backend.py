@@ -302,9 +302,9 @@ class DockerBackend(Backend):
     @staticmethod
     def _limits(spec: RunSpec) -> containers.ResourceLimits:
         """The limits of the run's containers: its CPUs sized with the other runs of this
-        process (cpu_shares), unless SSEBENCH_DOCKER_CPUS sets them."""
-        limits = containers.ResourceLimits.from_environment()
-        if not cpu_shares.SHARES.managed():
+        process (cpu_shares), unless SSEBENCH_DOCKER_CPUS or the task sets them."""
+        limits = containers.ResourceLimits.from_environment(spec.resources)
+        if not cpu_shares.SHARES.managed() or spec.resources.cpus:
             return limits
         names = [container_name(spec.run_id)]
         if spec.sidecar is not None:

@@ -30,6 +30,7 @@ from ssebench.extensions import (
     Mount,
     RunSpec,
     SidecarPair,
+    TaskResources,
 )
 
 # The container enforces the run's timeout itself; past this margin a janitor may
@@ -124,14 +125,23 @@ class ResourceLimits:
     pids: int
 
     @classmethod
-    def from_environment(cls) -> ResourceLimits:
-        cpus = os.environ.get(CPUS_VARIABLE) or default_cpus(os.cpu_count(), parallel_runs())
+    def from_environment(cls, task: TaskResources | None = None) -> ResourceLimits:
+        """The user's variables, else what the task asks for, else the defaults."""
+        task = task or TaskResources()
+        cpus = (
+            os.environ.get(CPUS_VARIABLE)
+            or (f"{task.cpus:g}" if task.cpus else None)
+            or default_cpus(os.cpu_count(), parallel_runs())
+        )
+        memory = (
+            os.environ.get(MEMORY_VARIABLE)
+            or (f"{task.memory_mb}m" if task.memory_mb else None)
+            or DEFAULT_MEMORY
+        )
         pids = os.environ.get(PIDS_VARIABLE) or str(DEFAULT_PIDS)
         if not pids.isdigit() or int(pids) < 1:
             raise UserError(f"{PIDS_VARIABLE} must be a positive number of processes")
-        return cls(
-            memory=os.environ.get(MEMORY_VARIABLE) or DEFAULT_MEMORY, cpus=cpus, pids=int(pids)
-        )
+        return cls(memory=memory, cpus=cpus, pids=int(pids))
 
     def argv(self) -> list[str]:
         return [
@@ -198,7 +208,7 @@ def docker_run_argv(
     if spec.network.egress == "restricted" and not network.startswith("container:"):
         for option in RESTRICTED_DNS_OPTIONS:
             argv += ["--dns-opt", option]
-    argv += hardening_argv() + (limits or ResourceLimits.from_environment()).argv()
+    argv += hardening_argv() + (limits or ResourceLimits.from_environment(spec.resources)).argv()
     if spec.platform:
         argv += ["--platform", spec.platform]
     for key, value in labels.items():
@@ -281,7 +291,7 @@ def sidecar_argvs(
     and alone gets the artifacts. Neither mounts anything of the task: the environment
     image has it, and the agent image must not.
     """
-    limits = limits or ResourceLimits.from_environment()
+    limits = limits or ResourceLimits.from_environment(spec.resources)
     environment_name = container_name(pair.run_id)
     shared = pair.shared_mounts(spec.results, spec.archive)
     environment = docker_run_argv(

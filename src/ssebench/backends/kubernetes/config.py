@@ -140,6 +140,8 @@ class KubernetesSettings:
     namespace: str = DEFAULT_NAMESPACE
     deadline_slack: int = DEFAULT_DEADLINE_SLACK
     ttl_seconds: int = DEFAULT_TTL_SECONDS
+    # True: the user set SSEBENCH_K8S_RESOURCES, which a task's own resources do not change.
+    resources_set: bool = False
     resources: Mapping[str, Mapping[str, str]] = field(
         default_factory=lambda: {key: dict(value) for key, value in DEFAULT_RESOURCES.items()}
     )
@@ -204,6 +206,7 @@ class KubernetesSettings:
             deadline_slack=_seconds(DEADLINE_SLACK_VARIABLE, DEFAULT_DEADLINE_SLACK),
             ttl_seconds=_seconds(TTL_VARIABLE, DEFAULT_TTL_SECONDS),
             resources=parse_resources(resources_text) if resources_text else DEFAULT_RESOURCES,
+            resources_set=bool(resources_text),
             runtime_class=runtime_class,
             image_pull_secrets=pull_secrets,
             image_pull_policy=policy,

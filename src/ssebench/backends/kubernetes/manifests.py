@@ -23,7 +23,13 @@ from ssebench.backends.kubernetes.config import (
 )
 from ssebench.backends.network_ranges import PRIVATE_IPV4_RANGES
 from ssebench.errors import BackendError, UserError
-from ssebench.extensions import ARCHIVE_TARGET, REFERENCE_PATCH_TARGET, RESULTS_TARGET, RunSpec
+from ssebench.extensions import (
+    ARCHIVE_TARGET,
+    REFERENCE_PATCH_TARGET,
+    RESULTS_TARGET,
+    RunSpec,
+    TaskResources,
+)
 from ssebench.labels import RESULTS, RUN_ID
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -196,6 +202,42 @@ def network_policy(
     }
 
 
+def task_resources(settings: KubernetesSettings, task: TaskResources) -> dict[str, dict[str, str]]:
+    """The task container's requests and limits: SSEBENCH_K8S_RESOURCES when the user
+    set it; else the defaults, with the task's cpus and memory as the limits (and the
+    requests, where the default request is more)."""
+    resources = {key: dict(value) for key, value in settings.resources.items()}
+    if settings.resources_set or task == TaskResources():
+        return resources
+    asked = {
+        "cpu": f"{task.cpus:g}" if task.cpus else None,
+        "memory": f"{task.memory_mb}Mi" if task.memory_mb else None,
+    }
+    requests, limits = resources.setdefault("requests", {}), resources.setdefault("limits", {})
+    for name, quantity in asked.items():
+        if quantity is None:
+            continue
+        limits[name] = quantity
+        if name in requests and _quantity(requests[name]) > _quantity(quantity):
+            requests[name] = quantity
+    return resources
+
+
+# Two-letter suffixes before one-letter ones: "Mi" is not "i" of "M".
+_SUFFIXES = {
+    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40,
+    "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+}  # fmt: skip
+
+
+def _quantity(text: str) -> float:
+    """A Kubernetes quantity as a number ("500m" 0.5, "2Gi" 2**31), for comparing."""
+    for suffix, factor in _SUFFIXES.items():
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * factor
+    return float(text)
+
+
 def _security_context(capabilities: tuple[str, ...], *, read_only_root: bool) -> dict[str, Any]:
     return {
         "runAsUser": 0,
@@ -278,7 +320,7 @@ def job(
         "imagePullPolicy": settings.image_pull_policy,
         "env": env,
         "volumeMounts": task_mounts,
-        "resources": {key: dict(value) for key, value in settings.resources.items()},
+        "resources": task_resources(settings, spec.resources),
         "securityContext": _security_context(TASK_CAPABILITIES, read_only_root=False),
     }
     collector = {

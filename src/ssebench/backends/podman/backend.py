@@ -159,7 +159,7 @@ class PodmanBackend(Backend):
         # Never --rm: a stopped container stays (`runs stop` leaves it in place); the
         # runner's cleanup, `runs remove` or prune removes it.
         argv = [PODMAN, "run", "--name", name, *(["--detach"] if detach else [])]
-        argv += ["--pull=never", "--network", network, *hardening_argv(), *env_argv]
+        argv += ["--pull=never", "--network", network, *hardening_argv(spec.resources), *env_argv]
         if spec.platform:
             argv += ["--platform", spec.platform]
         argv += label_argv(labels)

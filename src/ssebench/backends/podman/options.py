@@ -18,6 +18,7 @@ from ssebench.extensions import (
     RUNNER_PID_LABEL,
     BackendError,
     Mount,
+    TaskResources,
 )
 
 # The capabilities the entrypoint needs (chown the tree, switch to the run's users, end
@@ -59,12 +60,15 @@ def ulimit_argv() -> list[str]:
     return ["--ulimit", f"nofile={files}:{files}", "--ulimit", f"nproc={processes}:{processes}"]
 
 
-def hardening_argv() -> list[str]:
+def hardening_argv(task: TaskResources | None = None) -> list[str]:
+    """Capabilities, limits (what the task asks for, else ours) and ulimits."""
+    task = task or TaskResources()
     argv = ["--cap-drop", "ALL"]
     for capability in TASK_CAPABILITIES:
         argv += ["--cap-add", capability]
-    cpus = str(min(2, os.cpu_count() or 1))
-    limits = ["--memory", MEMORY, "--cpus", cpus, "--pids-limit", str(PIDS)]
+    cpus = f"{task.cpus:g}" if task.cpus else str(min(2, os.cpu_count() or 1))
+    memory = f"{task.memory_mb}m" if task.memory_mb else MEMORY
+    limits = ["--memory", memory, "--cpus", cpus, "--pids-limit", str(PIDS)]
     return [*argv, "--security-opt", "no-new-privileges", *limits, *ulimit_argv()]
 
 
