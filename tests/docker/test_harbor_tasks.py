@@ -86,6 +86,8 @@ def test_a_hostile_agent_gets_no_reward_it_did_not_earn(
     # hello-world's [environment] cpus = 1 and memory_mb = 2048 are its container's
     # limits (a CPU is 100000 of cgroup's 100000-microsecond period).
     assert f"reward-forger: limits: cpu 100000 memory {2048 * 2**20}" in said, said
+    entrypoint = (run_dir / "entrypoint.log").read_text()
+    assert "container limits: 1 CPU, 2048 MiB of memory" in entrypoint
     # The process it left, which would have solved the task during grading (the reward
     # is 1 when it is not swept), was gone before the tests were copied.
-    assert re.search(r"killed \d+ leftover process", (run_dir / "entrypoint.log").read_text())
+    assert re.search(r"killed \d+ leftover process", entrypoint)

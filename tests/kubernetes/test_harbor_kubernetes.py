@@ -25,6 +25,9 @@ def test_an_imported_harbor_task_is_graded_by_its_reward_on_kubernetes(
     assert (status, result["status"], result["reward"]) == ("passed", "passed", {"reward": 1.0})
     assert result["config"]["backend"] == "kubernetes"
     # The solution ran as the task's user (its tests check whoami.txt says so).
-    assert "starting the agent as agent:" in (run_dir / "entrypoint.log").read_text()
+    entrypoint = (run_dir / "entrypoint.log").read_text()
+    assert "starting the agent as agent:" in entrypoint
+    # Its [environment] cpus = 1 and memory_mb = 2048 are the pod's limits.
+    assert "container limits: 1 CPU, 2048 MiB of memory" in entrypoint
     selector = f"ssebench.run-id={result['run_id']}"
     wait_until(lambda: cluster.objects_of(selector) == [], "the run's objects to go", 60)

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO
 
-from . import __version__
+from . import __version__, limits
 from .accounts import Account, Accounts, chown_tree, make_directory
 from .agent_kit import EXIT_MODEL_ERROR
 from .config import DAEMON_PORT, Layout, Task, default_path, load_image_environment
@@ -156,6 +156,7 @@ class Entrypoint(Role):
             f"runtime {__version__}; difficulty {settings.difficulty}; "
             f"timeout {settings.timeout}s; keep alive {'yes' if settings.keep_alive else 'no'}"
         )
+        self.log.line(f"container limits: {limits.describe()}")
         for warning in settings.warnings:
             self.log.line(f"warning: {warning}")
         try:
