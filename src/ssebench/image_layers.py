@@ -41,14 +41,9 @@ from ssebench.extensions import (
 )
 from ssebench.host.scratch import scratch_folder
 from ssebench.images import layers as layer_definitions
-from ssebench.images.builds import (
-    BuildOutput,
-    build_missing,
-    labels_from_json,
-    pull_missing_bases,
-    pull_with_back_off,
-    run_build,
-)
+from ssebench.images.builds import build_missing, labels_from_json, run_build
+from ssebench.images.output import BuildOutput
+from ssebench.images.pulls import pull_missing_bases, pull_with_back_off
 from ssebench.tasks.model import Task
 
 __all__ = [

@@ -16,8 +16,9 @@ import pytest
 from ssebench.agents import read_agent
 from ssebench.errors import ImageUnavailableError
 from ssebench.extensions import ImageRequest
-from ssebench.images.builds import BuildOutput, ensure_layers, layer_is_current, prepare_images
+from ssebench.images.builds import ensure_layers, layer_is_current, prepare_images
 from ssebench.images.layers import agent_install_layer
+from ssebench.images.output import BuildOutput
 from tests.conftest import PILOT_DATASET
 
 pytestmark = pytest.mark.docker

@@ -21,7 +21,8 @@ import pytest
 
 from ssebench.agents import load_agent, release_version
 from ssebench.images import publish
-from ssebench.images.builds import BuildOutput, prepare_images
+from ssebench.images.builds import prepare_images
+from ssebench.images.output import BuildOutput
 from ssebench.tasks import load_dataset
 from tests.cli import last_line_verdict, run_arguments, ssebench, ssebench_with_reader_gone
 from tests.conftest import PILOT_DATASET

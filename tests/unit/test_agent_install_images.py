@@ -15,13 +15,14 @@ import pytest
 from ssebench.agents import Upstream, read_agent
 from ssebench.errors import ImageUnavailableError, UserError
 from ssebench.extensions import ImageRequest, prebuilt_images
-from ssebench.images.builds import BuildOutput, build_layer, ensure_layers, install_error
+from ssebench.images.builds import build_layer, ensure_layers, install_error
 from ssebench.images.layers import (
     BUILD_CA_VARIABLE,
     agent_install_layer,
     run_layers,
     sidecar_layers,
 )
+from ssebench.images.output import BuildOutput
 from tests.unit.test_images import TINY_TASK, FakeDocker, fake_docker_on_path
 
 HELLO = Path(__file__).resolve().parents[2] / "docs" / "examples" / "agents" / "hello-agent"

@@ -1,4 +1,4 @@
-"""Pulls with back-off (images/builds.py): a registry's rate limit (429) is waited out,
+"""Pulls with back-off (images/pulls.py): a registry's rate limit (429) is waited out,
 any other failure is not; and which images an environment's Dockerfile starts from.
 The real registry behind a rate-limiting proxy: tests/docker/test_swebench_dev.py."""
 
@@ -11,13 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from ssebench.images import builds
-from ssebench.images.builds import (
-    BuildOutput,
-    base_images,
-    pull_missing_bases,
-    pull_with_back_off,
-)
+from ssebench.images import pulls as image_pulls
+from ssebench.images.output import BuildOutput
+from ssebench.images.pulls import base_images, pull_missing_bases, pull_with_back_off
 
 RATE_LIMITED = "Error response from daemon: toomanyrequests: You have reached your pull rate limit."
 
@@ -31,8 +27,8 @@ def fake_pulls(monkeypatch: pytest.MonkeyPatch, answers: list[tuple[int, str]]) 
         status, stderr = answers.pop(0)
         return subprocess.CompletedProcess(argv, status, "", stderr)
 
-    monkeypatch.setattr(builds, "run_docker", run_docker)
-    monkeypatch.setattr(builds.time, "sleep", pauses.append)
+    monkeypatch.setattr(image_pulls, "run_docker", run_docker)
+    monkeypatch.setattr(image_pulls.time, "sleep", pauses.append)
     return pauses
 
 
@@ -79,7 +75,7 @@ def test_an_environment_base_the_store_lacks_is_pulled_through_its_cli(
     nothing."""
     dockerfile = tmp_path / "Dockerfile"
     dockerfile.write_text("FROM present/base:1 AS one\nFROM mirror:5000/ns/official:latest\n")
-    monkeypatch.setattr(builds.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(image_pulls.time, "sleep", lambda seconds: None)
     asked: list[list[str]] = []
     answers = {"present/base:1": 0}
     pulls = [(1, RATE_LIMITED), (0, "")]

@@ -21,7 +21,6 @@ from ssebench.docker_cli import run_docker
 from ssebench.errors import ImageUnavailableError, UserError
 from ssebench.extensions import ImageRequest
 from ssebench.images.builds import (
-    BuildOutput,
     build_argv,
     build_case_images,
     build_environment,
@@ -38,6 +37,7 @@ from ssebench.images.layers import (
     environment_layer,
     run_layers,
 )
+from ssebench.images.output import BuildOutput
 from ssebench.tasks import Task, load_task
 
 TINY_TASK = Path(__file__).resolve().parents[1] / "fixtures" / "datasets" / "tiny" / "tiny-add"

@@ -247,12 +247,8 @@ def publish_chart_command(arguments: argparse.Namespace) -> int:
 
 
 def pull_command(arguments: argparse.Namespace) -> int:
-    from ssebench.images.builds import (
-        BuildOutput,
-        base_images,
-        image_exists,
-        pull_with_back_off,
-    )
+    from ssebench.images.output import BuildOutput
+    from ssebench.images.pulls import base_images, image_exists, pull_with_back_off
     from ssebench.tasks.sources import resolve_dataset
 
     if arguments.catalog:

@@ -87,8 +87,8 @@ def _local_tasks(arguments: argparse.Namespace, command: str) -> list[Task]:
 
 
 def check_command(arguments: argparse.Namespace) -> int:
-    from ssebench.images.builds import BuildOutput
     from ssebench.images.case_checks import check_task
+    from ssebench.images.output import BuildOutput
 
     checks = []
     for task in _local_tasks(arguments, "tasks check"):

@@ -3,9 +3,8 @@
 run_build runs any builder's build command and reports its log (Docker's here, other
 backends' through ssebench.image_layers); the rest is the Docker backend's: the `docker
 build` command, the check that an image is current (its ssebench.layer-digest label),
-ensure_layers (build what is not current, bottom first), pull_image for prebuilt images
-(--prebuilt: named by extensions.prebuilt_images only) and prepare_images, which gives a
-run its images.
+ensure_layers (build what is not current, bottom first) and prepare_images, which gives
+a run its images (pulls.py pulls the prebuilt ones, --prebuilt, and missing bases).
 
 The helpers that call the docker CLI (run_docker, failure_reason, ...) are in
 ssebench.docker_cli.
@@ -18,13 +17,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO, TypeVar
+from typing import TypeVar
 
 from ssebench.docker_cli import (
     DOCKER,
@@ -45,10 +42,11 @@ from ssebench.images.layers import (
     sidecar_layers,
     with_inputs,
 )
+from ssebench.images.output import BuildOutput
+from ssebench.images.pulls import pull_image, pull_missing_bases
 from ssebench.tasks.model import Task
 
 __all__ = [
-    "BuildOutput",
     "build_argv",
     "build_case_images",
     "build_layer",
@@ -57,16 +55,11 @@ __all__ = [
     "labels_from_json",
     "layer_is_current",
     "prepare_images",
-    "pull_image",
     "run_build",
 ]
 
 BUILD_LOG_TAIL = 25
 LayerT = TypeVar("LayerT")
-
-
-def image_exists(image: str) -> bool:
-    return run_docker(["image", "inspect", "--format", "{{.Id}}", image]).returncode == 0
 
 
 @functools.cache
@@ -105,70 +98,6 @@ def build_environment(*, buildx: bool) -> dict[str, str]:
         # Without the plugin, the classic builder is the one `docker build` can use.
         environment["DOCKER_BUILDKIT"] = "0"
     return environment
-
-
-@dataclass
-class BuildOutput:
-    """Where a build's log goes: each line prefixed with the layer's kind, or, quiet,
-    only the tail of the log when the build fails."""
-
-    stream: TextIO = field(default_factory=lambda: sys.stderr)
-    quiet: bool = False
-
-    def say(self, message: str) -> None:
-        self.stream.write(f"ssebench: {message}\n")
-        self.stream.flush()
-
-
-def base_images(dockerfile: str) -> list[str]:
-    """The images a Dockerfile's stages start FROM, without the names of its own
-    stages and `scratch` (a FROM with a build argument is left to the build)."""
-    stages: set[str] = set()
-    images = []
-    for line in dockerfile.splitlines():
-        words = line.split()
-        if len(words) < 2 or words[0].upper() != "FROM":
-            continue
-        names = [word for word in words[1:] if not word.startswith("--")]
-        if not names:
-            continue
-        image = names[0]
-        if image not in stages and image != "scratch" and "$" not in image:
-            images.append(image)
-        if len(names) >= 3 and names[1].upper() == "AS":
-            stages.add(names[2])
-    return list(dict.fromkeys(images))
-
-
-def pull_missing_bases(
-    layer: Layer | ImageLayer,
-    output: BuildOutput,
-    *,
-    run: CliRun | None = None,
-    reason_of: CliReason | None = None,
-) -> None:
-    """Pull the images an environment layer starts FROM that the store (Docker's, or
-    run's CLI's) lacks (an official prebuilt image, say), with back-off while the
-    registry rate-limits: a build would pull them once, without. A pull refused for
-    another reason is left to the build, which says why in its log.
-    ImageUnavailableError when the rate limit outlasts the tries."""
-    if layer.kind != "environment":
-        return
-    run = run or run_docker
-    for image in base_images(layer.dockerfile.read_text(encoding="utf-8", errors="replace")):
-        if run(["image", "inspect", image]).returncode == 0:
-            continue
-        output.say(f"pulling {image}, the {layer.kind} layer's base")
-        reason = pull_with_back_off(
-            image, platform=layer.platform, output=output, run=run, reason_of=reason_of
-        )
-        if reason is not None and rate_limited(reason):
-            raise ImageUnavailableError(
-                f"The image {image} is not available: its registry still refuses the pull "
-                f"for its rate limit after {PULL_ATTEMPTS} tries ({reason}). Pull the "
-                "dataset's images ahead (ssebench images pull), or log in (docker login).",
-                image=image,
-            )
 
 
 def build_layer(layer: Layer, output: BuildOutput | None = None) -> None:
@@ -403,86 +332,6 @@ def build_case_images(
         ensure_layers([layer], rebuild=rebuild, output=output)
         images.append(layer.image)
     return images
-
-
-# --- prebuilt -----------------------------------------------------------------------
-
-
-# What a registry's refusal for its rate limit looks like in `docker pull`'s output.
-RATE_LIMITED = ("toomanyrequests", "429 too many requests")
-# A pull refused for a registry's rate limit is tried this often in all, after pauses
-# of PULL_FIRST_DELAY seconds, doubling.
-PULL_ATTEMPTS = 4
-PULL_FIRST_DELAY = 5.0
-
-
-def rate_limited(reason: str) -> bool:
-    return any(marker in reason.lower() for marker in RATE_LIMITED)
-
-
-# A container CLI's command runner (run_docker, or Podman's) and the reason it gives for a
-# failed command: the image commands of both stores go through a pair of these.
-CliRun = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
-CliReason = Callable[["subprocess.CompletedProcess[str]"], str]
-
-
-def pull_with_back_off(
-    image: str,
-    *,
-    platform: str | None,
-    output: BuildOutput,
-    attempts: int = PULL_ATTEMPTS,
-    first_delay: float = PULL_FIRST_DELAY,
-    run: CliRun | None = None,
-    reason_of: CliReason | None = None,
-) -> str | None:
-    """`docker pull image` (or run's CLI's), tried again after a pause while the
-    registry refuses it for its rate limit (429); None once pulled, else the last
-    failure's reason."""
-    run, reason_of = run or run_docker, reason_of or failure_reason
-    argv = ["pull", "--quiet", *(["--platform", platform] if platform else []), image]
-    delay = first_delay
-    for attempt in range(1, attempts + 1):
-        started = time.monotonic()
-        completed = run(argv)
-        if completed.returncode == 0:
-            output.say(f"pulled {image} in {time.monotonic() - started:.0f}s")
-            return None
-        reason = reason_of(completed)
-        if not rate_limited(reason) or attempt == attempts:
-            return reason
-        output.say(
-            f"{image}: the registry refused the pull for its rate limit (429); "
-            f"trying again in {delay:.0f}s ({attempt} of {attempts} tries made)"
-        )
-        time.sleep(delay)
-        delay *= 2
-    return None  # not reached: the last attempt returns
-
-
-def pull_image(image: str, *, platform: str | None, output: BuildOutput | None = None) -> None:
-    """Pull image; if that fails but a copy is on this machine, warn and use it.
-
-    Raises ImageUnavailableError naming the image and what to do.
-    """
-    output = output or BuildOutput()
-    output.say(f"pulling {image}")
-    reason = pull_with_back_off(image, platform=platform, output=output)
-    if reason is None:
-        return
-    if image_exists(image):
-        output.stream.write(
-            f"ssebench: warning: cannot pull {image} ({reason}); "
-            "using the copy already on this machine\n"
-        )
-        output.stream.flush()
-        return
-    raise ImageUnavailableError(
-        f"The image {image} is not available: docker pull failed ({reason}). Publish it "
-        "under $SSEBENCH_REGISTRY (docs/image-layers.md), run `docker login` if the "
-        "registry needs it, or run without --prebuilt to build it here.",
-        image=image,
-    )
 
 
 def prepare_images(request: ImageRequest, output: BuildOutput | None = None) -> Images:

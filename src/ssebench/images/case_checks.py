@@ -18,7 +18,8 @@ from typing import TextIO
 
 from ssebench.docker_cli import DOCKER, docker_missing
 from ssebench.errors import UserError
-from ssebench.images.builds import BuildOutput, build_case_images
+from ssebench.images.builds import build_case_images
+from ssebench.images.output import BuildOutput
 from ssebench.tasks.model import Task
 
 SCRIPT = Path(__file__).with_name("in_image_check.py")

@@ -17,7 +17,8 @@ from typing import Literal, TextIO
 
 from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import UserError
-from ssebench.images.builds import BuildOutput, pull_with_back_off
+from ssebench.images.output import BuildOutput
+from ssebench.images.pulls import pull_with_back_off
 from ssebench.swebench.environments import EnvironmentUnavailable
 
 PythonImages = Literal["auto", "official", "debian"]

@@ -62,11 +62,13 @@ if TYPE_CHECKING:
     from ssebench.backends.docker import network as docker_network
     from ssebench.image_layers import ImageBuilder
     from ssebench.images import builds
+    from ssebench.images import output as image_output
 else:
     # Imported on first use: `ssebench runs list` and `runs inspect` need only listing,
     # and these (image builds, the proxy's network, tar extraction) would double their
     # start-up (docs/performance.md, "Docker side: start-up and listing").
     builds = LazyModule("ssebench.images.builds")
+    image_output = LazyModule("ssebench.images.output")
     archive = LazyModule("ssebench.backends.docker.archive")
     children = LazyModule("ssebench.backends.docker.children")
     cleanup = LazyModule("ssebench.backends.docker.cleanup")
@@ -100,7 +102,7 @@ class DockerBackend(Backend):
     # -- images ----------------------------------------------------------------------
 
     def prepare_images(self, request: ImageRequest) -> Images:
-        output = builds.BuildOutput(quiet=self.quiet_builds)
+        output = image_output.BuildOutput(quiet=self.quiet_builds)
         if request.prebuilt:
             return builds.prepare_images(request, output)
         # The public layer API, as every backend that builds images uses it.
@@ -111,7 +113,7 @@ class DockerBackend(Backend):
         )
 
     def image_builder(self) -> ImageBuilder:
-        return builds.docker_image_builder(builds.BuildOutput(quiet=self.quiet_builds))
+        return builds.docker_image_builder(image_output.BuildOutput(quiet=self.quiet_builds))
 
     def copy_from_image(
         self,
