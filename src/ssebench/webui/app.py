@@ -13,7 +13,7 @@ GET    /api/runs/{id}/logs?file=NAME    a log file of its run directory
 GET    /api/runs/{id}/logs?since=N      its container's output from line N on
 POST   /api/runs/{id}/stop              stop it (it is graded and recorded)
 
-Every POST takes Content-Type application/json and at most MAX_BODY_BYTES (json_body).
+Every POST takes Content-Type application/json and at most MAX_BODY_BYTES (api.py, json_body).
 DELETE /api/runs/{id}                   remove its containers
 GET    /api/launch                      what the launcher offers (tasks, agents, models)
 GET    /api/evaluations                 the reports of `ssebench eval` in the results folder
@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
@@ -47,6 +47,13 @@ from ssebench.backends import load_backend
 from ssebench.errors import SsebenchError, UserError
 from ssebench.extensions import Backend
 from ssebench.results.directory import check_run_id
+from ssebench.webui.api import (
+    ApiError,
+    api_route,
+    integer_param,
+    json_answer,
+    json_body,
+)
 from ssebench.webui.assistant import Assistant, Panels, converse, unavailable_reason
 from ssebench.webui.catalog import SORT_KEYS, RunCatalog, RunRecord, results_root, row, select
 from ssebench.webui.evaluations import Evaluations, ReportNotFound
@@ -61,89 +68,8 @@ from ssebench.webui.watch import Watcher
 STATIC = Path(str(files("ssebench.webui") / "static"))
 STOP_GRACE_SECONDS = 30.0
 TERMINAL_USERS = ("model", "root")
-MAX_BODY_BYTES = 16 * 1024
 # How long the start waits for the backend's first listing (WebUI.lifespan).
 WARM_UP_SECONDS = 15.0
-
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class AsciiJSONResponse(JSONResponse):
-    """JSON in ASCII: a lone surrogate (a byte that was not UTF-8 in a name the agent
-    chose, or a \\udcff the agent wrote into its dialog) is sent as its \\u escape,
-    which every JSON reader takes, instead of failing the UTF-8 encoding (a 500 that hid
-    the run's page)."""
-
-    def render(self, content: Any) -> bytes:
-        return json.dumps(
-            content, ensure_ascii=True, allow_nan=False, separators=(",", ":")
-        ).encode("ascii")
-
-
-def _json(data: Any, status: int = 200) -> JSONResponse:
-    return AsciiJSONResponse(data, status_code=status, headers={"cache-control": "no-store"})
-
-
-def _api(handler: Handler) -> Handler:
-    """Turn ApiError and ssebench's own errors into {"error": ...} answers."""
-
-    async def handle(request: Request) -> Response:
-        try:
-            return await handler(request)
-        except ApiError as error:
-            return _json({"error": str(error)}, error.status)
-        except UserError as error:
-            return _json({"error": str(error)}, 400)
-        except SsebenchError as error:
-            return _json({"error": str(error)}, 502)
-
-    return handle
-
-
-async def json_body(request: Request) -> Any:
-    """The request's JSON body (None when empty), for every POST route.
-
-    Only application/json (415 otherwise): a page of another site cannot send that type
-    without a preflight, and a form cannot send it at all. A body larger than
-    MAX_BODY_BYTES is refused (413) from its Content-Length before a byte is read, or
-    as soon as the stream passes the cap when no length was declared.
-    """
-    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
-    if media_type != "application/json":
-        raise ApiError(415, "Send the body as Content-Type: application/json")
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if not declared.strip().isdigit():
-            raise ApiError(400, "Content-Length must be a whole number")
-        if int(declared) > MAX_BODY_BYTES:
-            raise ApiError(413, f"The request is larger than {MAX_BODY_BYTES} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body.extend(chunk)
-        if len(body) > MAX_BODY_BYTES:
-            raise ApiError(413, f"The request is larger than {MAX_BODY_BYTES} bytes")
-    if not body.strip():
-        return None
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
-        raise ApiError(400, "The body must be JSON") from None
-
-
-def _integer(request: Request, name: str, default: int) -> int:
-    value = request.query_params.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ApiError(400, f"{name} must be a whole number") from None
 
 
 class WebUI:
@@ -189,20 +115,20 @@ class WebUI:
     def routes(self) -> list[Route | WebSocketRoute | Mount]:
         return [
             Route("/", self.page),
-            Route("/api/health", _api(self.health)),
-            Route("/api/runs", _api(self.list_runs), methods=["GET"]),
-            Route("/api/runs", _api(self.launch), methods=["POST"]),
-            Route("/api/launch", _api(self.launch_options)),
-            Route("/api/evaluations", _api(self.evaluation_list)),
-            Route("/api/evaluations/{name}", _api(self.evaluation)),
-            Route("/api/evaluations/{name}/compare", _api(self.evaluation_comparison)),
-            Route("/api/runs/{run_id}", _api(self.run_detail), methods=["GET"]),
-            Route("/api/runs/{run_id}", _api(self.remove), methods=["DELETE"]),
-            Route("/api/runs/{run_id}/dialog", _api(self.dialog)),
-            Route("/api/runs/{run_id}/diff", _api(self.diff)),
-            Route("/api/runs/{run_id}/session", _api(self.session)),
-            Route("/api/runs/{run_id}/logs", _api(self.logs)),
-            Route("/api/runs/{run_id}/stop", _api(self.stop), methods=["POST"]),
+            Route("/api/health", api_route(self.health)),
+            Route("/api/runs", api_route(self.list_runs), methods=["GET"]),
+            Route("/api/runs", api_route(self.launch), methods=["POST"]),
+            Route("/api/launch", api_route(self.launch_options)),
+            Route("/api/evaluations", api_route(self.evaluation_list)),
+            Route("/api/evaluations/{name}", api_route(self.evaluation)),
+            Route("/api/evaluations/{name}/compare", api_route(self.evaluation_comparison)),
+            Route("/api/runs/{run_id}", api_route(self.run_detail), methods=["GET"]),
+            Route("/api/runs/{run_id}", api_route(self.remove), methods=["DELETE"]),
+            Route("/api/runs/{run_id}/dialog", api_route(self.dialog)),
+            Route("/api/runs/{run_id}/diff", api_route(self.diff)),
+            Route("/api/runs/{run_id}/session", api_route(self.session)),
+            Route("/api/runs/{run_id}/logs", api_route(self.logs)),
+            Route("/api/runs/{run_id}/stop", api_route(self.stop), methods=["POST"]),
             WebSocketRoute("/api/runs/{run_id}/terminal", self.terminal),
             WebSocketRoute("/api/runs/{run_id}/assistant", self.assistant),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
@@ -214,7 +140,7 @@ class WebUI:
         return FileResponse(STATIC / "index.html", headers={"cache-control": "no-store"})
 
     async def health(self, request: Request) -> Response:
-        return _json(
+        return json_answer(
             {
                 "ok": True,
                 "version": __version__,
@@ -258,10 +184,10 @@ class WebUI:
             query=query.get("q", ""),
             sort=sort,
             descending=order == "desc",
-            limit=_integer(request, "limit", 200),
-            offset=_integer(request, "offset", 0),
+            limit=integer_param(request, "limit", 200),
+            offset=integer_param(request, "offset", 0),
         )
-        return _json({**selected, "backend_error": self.catalog.live.error})
+        return json_answer({**selected, "backend_error": self.catalog.live.error})
 
     async def run_detail(self, request: Request) -> Response:
         record = await self._record(request)
@@ -274,37 +200,39 @@ class WebUI:
         detail["terminal"] = self.terminal_available and record.running
         reason = self._assistant_refusal(record)
         detail["assistant"] = {"available": reason is None, "reason": reason}
-        return _json(detail)
+        return json_answer(detail)
 
     async def dialog(self, request: Request) -> Response:
         record = await self._record(request)
-        return _json(await self.watcher.dialog(record, max(0, _integer(request, "since", 0))))
+        return json_answer(
+            await self.watcher.dialog(record, max(0, integer_param(request, "since", 0)))
+        )
 
     async def diff(self, request: Request) -> Response:
         record = await self._record(request)
-        return _json(await self.watcher.diff(record))
+        return json_answer(await self.watcher.diff(record))
 
     async def session(self, request: Request) -> Response:
         record = await self._record(request)
-        return _json(await live_session(self.backend, record))
+        return json_answer(await live_session(self.backend, record))
 
     async def logs(self, request: Request) -> Response:
         record = await self._record(request)
         name = request.query_params.get("file")
         if name:
-            return _json(await self.watcher.log_file(record, name))
-        since = max(0, _integer(request, "since", 0))
-        return _json(await asyncio.to_thread(self.watcher.container_output, record, since))
+            return json_answer(await self.watcher.log_file(record, name))
+        since = max(0, integer_param(request, "since", 0))
+        return json_answer(await asyncio.to_thread(self.watcher.container_output, record, since))
 
     # -- evaluations (read-only, so shown in hosted mode too) --------------------------
 
     async def evaluation_list(self, request: Request) -> Response:
-        return _json(await asyncio.to_thread(self.evaluations.listing))
+        return json_answer(await asyncio.to_thread(self.evaluations.listing))
 
     async def evaluation(self, request: Request) -> Response:
         name = request.path_params["name"]
         try:
-            return _json(await asyncio.to_thread(self.evaluations.view, name))
+            return json_answer(await asyncio.to_thread(self.evaluations.view, name))
         except ReportNotFound as error:
             raise ApiError(404, str(error)) from None
 
@@ -313,7 +241,7 @@ class WebUI:
         if not other:
             raise ApiError(400, "Name the report to compare with: ?with=eval-....json")
         entries = [
-            None if request.query_params.get(key) in (None, "") else _integer(request, key, 0)
+            None if request.query_params.get(key) in (None, "") else integer_param(request, key, 0)
             for key in ("first_entry", "second_entry")
         ]
         try:
@@ -326,7 +254,7 @@ class WebUI:
             )
         except ReportNotFound as error:
             raise ApiError(404, str(error)) from None
-        return _json(comparison)
+        return json_answer(comparison)
 
     # -- acting (never in hosted mode; Guard refuses the methods, these the rest) ------
 
@@ -338,7 +266,7 @@ class WebUI:
         self._not_hosted("the launcher")
         options = await asyncio.to_thread(self.launcher.options)
         options["models"] = await asyncio.to_thread(self._models)
-        return _json(options)
+        return json_answer(options)
 
     def _models(self) -> dict[str, Any]:
         try:
@@ -371,7 +299,7 @@ class WebUI:
             run_id=values["run_id"],
         )
         self.catalog.forget()
-        return _json({"run_id": launch.run_id}, 202)
+        return json_answer({"run_id": launch.run_id}, 202)
 
     async def stop(self, request: Request) -> Response:
         self._not_hosted("stopping runs")
@@ -379,12 +307,12 @@ class WebUI:
         record = await self._record(request)
         if self.launcher.interrupt(record.run_id):
             # Its runner stops the container, waits for the grade and records the run.
-            return _json({"run_id": record.run_id, "stopping": True}, 202)
+            return json_answer({"run_id": record.run_id, "stopping": True}, 202)
         if record.live is None:
             raise ApiError(409, "The run has no container to stop")
         handle = record.live.handle
         self._in_background(asyncio.to_thread(self.backend.stop, handle, STOP_GRACE_SECONDS))
-        return _json({"run_id": record.run_id, "stopping": True}, 202)
+        return json_answer({"run_id": record.run_id, "stopping": True}, 202)
 
     async def remove(self, request: Request) -> Response:
         self._not_hosted("removing runs")
@@ -396,7 +324,7 @@ class WebUI:
         await asyncio.to_thread(self.backend.stop, handle, 0)
         await asyncio.to_thread(self.backend.cleanup, handle)
         self.catalog.forget()
-        return _json({"run_id": record.run_id, "removed": True})
+        return json_answer({"run_id": record.run_id, "removed": True})
 
     def _in_background(self, work: Awaitable[None]) -> None:
         async def run() -> None:
