@@ -30,7 +30,8 @@ from ssebench.cli.output import print_table
 from ssebench.errors import UserError
 from ssebench.evaluation.matrix import Limits, MatrixEntry, TaskRun, default_jobs
 from ssebench.evaluation.scheduled_backend import RetryPolicy
-from ssebench.evaluation.scheduler import Evaluation, stop_on_signals
+from ssebench.evaluation.scheduler import Evaluation
+from ssebench.evaluation.signals import stop_on_signals
 from ssebench.extensions import PARALLEL_RUNS_VARIABLE
 from ssebench.host.output import dropping_stream
 from ssebench.reports.tables import percent

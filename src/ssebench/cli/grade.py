@@ -81,7 +81,8 @@ def grade_command(arguments: argparse.Namespace) -> int:
     )
     from ssebench.cli.eval_display import Progress
     from ssebench.evaluation.matrix import Limits, MatrixEntry, TaskRun, default_jobs
-    from ssebench.evaluation.scheduler import Evaluation, stop_on_signals
+    from ssebench.evaluation.scheduler import Evaluation
+    from ssebench.evaluation.signals import stop_on_signals
     from ssebench.results.directory import make_results_root, write_json
     from ssebench.swebench.predictions import official_report, read_predictions, tasks_by_instance
     from ssebench.tasks.sources import resolve_dataset

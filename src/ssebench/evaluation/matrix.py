@@ -132,3 +132,32 @@ class TaskRun:
             "spend": self.spend,
             **({"reward": self.reward} if self.reward is not None else {}),
         }
+
+
+# The statuses a finished run of the matrix can have, as counted.
+STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "stopped", "not_run")
+
+
+@dataclass(frozen=True)
+class Counts:
+    total: int
+    queued: int
+    running: int
+    done: int
+    passed: int
+    failed: int
+    error: int
+    stopped: int
+    not_run: int
+    skipped: int
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "total": self.total,
+            "passed": self.passed,
+            "failed": self.failed,
+            "error": self.error,
+            "stopped": self.stopped,
+            "not_run": self.not_run,
+            "skipped": self.skipped,
+        }

@@ -103,3 +103,35 @@ def longest_first(runs: Sequence[TaskRun], seconds: Mapping[str, float]) -> list
             -seconds.get(run.task.id, 0.0),
         ),
     )
+
+
+def count_recorded_attempts(
+    runs: Sequence[TaskRun], results_root: Path, counts_as_recorded: RecordedFilter | None
+) -> None:
+    """Mark done the runs whose attempt a grade recorded under results_root stands for:
+    per matrix entry and task, its newest grades are its first attempts (only those
+    counts_as_recorded keeps, if given)."""
+    recorded = all_recorded_grades(results_root)
+    attempts = max((run.attempt for run in runs), default=0)
+    for entry in dict.fromkeys(run.entry for run in runs):
+        by_task = recorded.get((entry.agent, entry.model_label), {})
+        if counts_as_recorded is not None:
+            by_task = {
+                task: [grade for grade in grades if counts_as_recorded(task, grade[1])]
+                for task, grades in by_task.items()
+            }
+        kept = {task: grades[-attempts:] for task, grades in by_task.items()}
+        for run in runs:
+            grades = kept.get(run.task.id, []) if run.entry == entry else []
+            if run.attempt <= len(grades):
+                mark_recorded(run, *grades[run.attempt - 1])
+
+
+def mark_recorded(run: TaskRun, run_dir: Path, summary: Mapping[str, Any]) -> None:
+    """The run is done: its recorded grade stands for it."""
+    run.state, run.skipped, run.run_dir = "done", True, run_dir
+    run.status = "passed" if summary.get("status") == "passed" else "failed"
+    run.run_id = str(summary.get("run_id"))
+    run.error_msg = summary.get("error_msg")
+    run.spend = spend_of(summary)
+    run.reward = reward_of(summary)

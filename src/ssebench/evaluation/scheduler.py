@@ -34,17 +34,13 @@ and removed; request_stop(kill=True) ends them without a grace period.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import queue
-import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ssebench.errors import SsebenchError, UserError
@@ -61,10 +57,10 @@ from ssebench.tasks import Task
 
 if TYPE_CHECKING:
     from ssebench.proxy import ModelAccessPlan, ModelSession
-from ssebench.evaluation.matrix import Limits, MatrixEntry, Status, TaskRun
+from ssebench.evaluation.matrix import STATUSES, Counts, Limits, MatrixEntry, Status, TaskRun
 from ssebench.evaluation.recorded import (
     RecordedFilter,
-    all_recorded_grades,
+    count_recorded_attempts,
     longest_first,
     remembered_seconds,
     reward_of,
@@ -82,31 +78,6 @@ class _Gates:
         self.preparing = threading.BoundedSemaphore(limits.preparing)
         self.starting = threading.BoundedSemaphore(limits.starting)
         self.removing = threading.BoundedSemaphore(limits.removing)
-
-
-@dataclass(frozen=True)
-class Counts:
-    total: int
-    queued: int
-    running: int
-    done: int
-    passed: int
-    failed: int
-    error: int
-    stopped: int
-    not_run: int
-    skipped: int
-
-    def to_json(self) -> dict[str, int]:
-        return {
-            "total": self.total,
-            "passed": self.passed,
-            "failed": self.failed,
-            "error": self.error,
-            "stopped": self.stopped,
-            "not_run": self.not_run,
-            "skipped": self.skipped,
-        }
 
 
 Listener = Callable[[str, TaskRun], None]
@@ -186,36 +157,13 @@ class Evaluation:
         # Runs of killed runners get their summary first: recorded as errors, they are
         # not graded, so a resume runs them again.
         record_killed_runs(results_root)
-        recorded = {} if rerun else all_recorded_grades(results_root)
-        for entry in self.entries:
-            # The newest `attempts` grades of each task stand for its first attempts.
-            by_task = recorded.get((entry.agent, entry.model_label), {})
-            if counts_as_recorded is not None:
-                by_task = {
-                    task: [grade for grade in grades if counts_as_recorded(task, grade[1])]
-                    for task, grades in by_task.items()
-                }
-            kept = {task: grades[-attempts:] for task, grades in by_task.items()}
-            for run in self.runs:
-                if run.entry != entry:
-                    continue
-                grades = kept.get(run.task.id, [])
-                if run.attempt <= len(grades):
-                    self._mark_recorded(run, *grades[run.attempt - 1])
+        if not rerun:
+            count_recorded_attempts(self.runs, results_root, counts_as_recorded)
         # Longest first (by earlier runs' times), so the longest task does not start last
         # and become the critical path alone.
         for run in longest_first(self.runs, remembered_seconds(results_root)):
             if not run.skipped:
                 self._to_prepare.put(run)
-
-    @staticmethod
-    def _mark_recorded(run: TaskRun, run_dir: Path, summary: Mapping[str, Any]) -> None:
-        run.state, run.skipped, run.run_dir = "done", True, run_dir
-        run.status = "passed" if summary.get("status") == "passed" else "failed"
-        run.run_id = str(summary.get("run_id"))
-        run.error_msg = summary.get("error_msg")
-        run.spend = spend_of(summary)
-        run.reward = reward_of(summary)
 
     # -- watching ------------------------------------------------------------------
 
@@ -531,47 +479,9 @@ class Evaluation:
         return [(entry.agent, entry.model_label) for entry in self.entries]
 
 
-STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "stopped", "not_run")
-
-
 def _describe(failure: BaseException | None) -> str:
     if failure is None:
         return "no summary was recorded"
     if isinstance(failure, SsebenchError):
         return str(failure)
     return type(failure).__name__
-
-
-@contextlib.contextmanager
-def stop_on_signals(evaluation: Evaluation, out: TextIO) -> Iterator[list[int]]:
-    """First SIGTERM/SIGINT: start nothing more, stop the running runs (they are graded
-    as far as they got, recorded and removed). Second: kill them. Third: exit now.
-
-    Yields a list that holds the numbers of the signals received.
-    """
-    received: list[int] = []
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        received.append(signum)
-        name = signal.Signals(signum).name
-        if len(received) == 1:
-            out.write(
-                f"\nssebench: {name}: stopping the running runs; a second signal kills them\n"
-            )
-            out.flush()
-            evaluation.request_stop()
-        elif len(received) == 2:
-            out.write(f"\nssebench: {name}: killing the running runs; a third signal exits\n")
-            out.flush()
-            evaluation.request_stop(kill=True)
-        else:
-            out.write(f"\nssebench: {name}: exiting now\n")
-            out.flush()
-            raise SystemExit(128 + signum)
-
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield received
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
