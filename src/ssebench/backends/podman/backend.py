@@ -11,11 +11,19 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ssebench import image_layers
 from ssebench.backends.podman import images
-from ssebench.backends.podman.cli import PODMAN, failure_reason, is_gone, podman_missing, run_podman
+from ssebench.backends.podman.cli import (
+    BACKEND_NAME,
+    PODMAN,
+    failure_reason,
+    is_gone,
+    podman_missing,
+    run_podman,
+)
+from ssebench.backends.podman.listing import PAIR_DETAIL, list_runs
+from ssebench.backends.podman.logs import container_logs, end_follower, follow_output
 from ssebench.backends.podman.options import (
     agent_container_name,
     container_name,
@@ -38,7 +46,6 @@ from ssebench.extensions import (
     RunHandle,
     RunInfo,
     RunSpec,
-    RunState,
     SidecarPair,
     UserError,
     container_endpoint,
@@ -54,29 +61,15 @@ CREATE_TIMEOUT_SECONDS = 300.0
 # podman run's status when it could not create or start the container.
 RUN_FAILED_STATUSES = (125, 126, 127)
 OPEN_NETWORK = "podman"
-PAIR_DETAIL = "pair"
-_STATES: dict[str, RunState] = {
-    "created": "created",
-    "configured": "created",
-    "initialized": "created",
-    "running": "running",
-    "paused": "running",
-    "stopping": "running",
-    "exited": "exited",
-    "stopped": "exited",
-}
-
 # The `podman run` processes this process started, by container name.
 _processes: dict[str, subprocess.Popen[bytes]] = {}
-# The `podman logs --follow` processes of detached containers, by container name.
-_followers: dict[str, subprocess.Popen[bytes]] = {}
 _lock = threading.Lock()
 
 
 class PodmanBackend(Backend):
     """Runs on Podman through its CLI."""
 
-    name = "podman"
+    name = BACKEND_NAME
     builds_images = True
     supports_exec = True
     exec_program = PODMAN
@@ -242,7 +235,7 @@ class PodmanBackend(Backend):
                     backend=self.name,
                     run_id=spec.run_id,
                 )
-            _follow_output(environment_name)
+            follow_output(environment_name)
             argv, environment = self._run_argv(
                 spec,
                 name=agent_name,
@@ -310,7 +303,7 @@ class PodmanBackend(Backend):
             remaining = seconds_left(timeout, started)
             with contextlib.suppress(BackendError):  # gone already: it exited (--rm)
                 self._podman_wait(handle, environment, remaining)
-            _end_follower(environment)
+            end_follower(environment)
         return status
 
     def _wait_container(self, handle: RunHandle, name: str, timeout: float | None) -> int:
@@ -364,54 +357,12 @@ class PodmanBackend(Backend):
         container's (followed, with follow, as it runs until the run ends)."""
         environment = handle.details.get(ENVIRONMENT_DETAIL)
         if environment is None:
-            return self._container_logs(handle, handle.name, follow, missing_ok=False)
+            return container_logs(handle.name, follow, missing_ok=False, run_id=handle.run_id)
         return self._pair_logs(handle, environment, follow)
 
     def _pair_logs(self, handle: RunHandle, environment: str, follow: bool) -> Iterator[str]:
-        yield from self._container_logs(handle, handle.name, False, missing_ok=True)
-        yield from self._container_logs(handle, environment, follow, missing_ok=False)
-
-    def _container_logs(
-        self, handle: RunHandle, name: str, follow: bool, *, missing_ok: bool
-    ) -> Iterator[str]:
-        argv = [PODMAN, "logs", *(["--follow"] if follow else []), name]
-        try:
-            process = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-                errors="replace",
-            )
-        except FileNotFoundError:
-            raise podman_missing() from None
-        assert process.stdout is not None and process.stderr is not None
-        # podman logs writes the container's stderr to its own stderr: read both.
-        lines: list[str] = []
-        errors: list[str] = []
-        reader = threading.Thread(target=lambda: errors.extend(process.stderr or ()), daemon=True)
-        reader.start()
-        try:
-            for line in process.stdout:
-                lines.append(line)
-                yield line.rstrip("\n")
-        finally:
-            if process.poll() is None:
-                process.terminate()
-            status = process.wait()
-            reader.join(5)
-        if status != 0:
-            if missing_ok and not lines:
-                return
-            raise BackendError(
-                f"Cannot read the output of {name}: "
-                f"{errors[-1].strip() if errors else f'status {status}'}",
-                backend=self.name,
-                run_id=handle.run_id,
-            )
-        for line in errors:
-            yield line.rstrip("\n")
+        yield from container_logs(handle.name, False, missing_ok=True, run_id=handle.run_id)
+        yield from container_logs(environment, follow, missing_ok=False, run_id=handle.run_id)
 
     def collect_results(self, handle: RunHandle, dest: Path) -> None:
         """Nothing to do: the run directory and its archive are bind mounts."""
@@ -454,7 +405,7 @@ class PodmanBackend(Backend):
     def _remove_pair(self, pair_id: str) -> None:
         """The agent container, then the environment container, then the volumes."""
         environment = container_name(pair_id)
-        _end_follower(environment)
+        end_follower(environment)
         for name in (agent_container_name(pair_id), environment):
             run_podman(["rm", "--force", "--volumes", name])
         selector = f"label={PAIR_LABEL}={pair_id}"
@@ -477,50 +428,7 @@ class PodmanBackend(Backend):
             run_podman(["network", "rm", "--force", network])
 
     def list_runs(self, labels: Mapping[str, str]) -> list[RunInfo]:
-        argv = ["ps", "--all", "--format", "json"]
-        for key, value in labels.items():
-            argv += ["--filter", f"label={key}={value}"]
-        completed = run_podman(argv)
-        if completed.returncode != 0:
-            raise BackendError(f"Cannot list containers: {failure_reason(completed)}")
-        try:
-            containers = json.loads(completed.stdout or "[]") or []
-        except json.JSONDecodeError:
-            raise BackendError("podman ps gave output that is not JSON") from None
-        return [self._run_info(container) for container in containers]
-
-    def _run_info(self, container: Mapping[str, Any]) -> RunInfo:
-        run_labels = {str(k): str(v) for k, v in (container.get("Labels") or {}).items()}
-        names = container.get("Names") or [""]
-        name = str(names[0])
-        run_id = run_labels.get(RUN_ID_LABEL, name.removeprefix("ssebench-"))
-        state = _STATES.get(str(container.get("State", "")).lower(), "unknown")
-        exit_code = container.get("ExitCode")
-        # No "keep" in the handle: cleanup of a run found again removes it.
-        handle = RunHandle(backend=self.name, run_id=run_id, name=name)
-        pair_id = run_labels.get(PAIR_LABEL)
-        if pair_id is not None and name == container_name(pair_id):
-            handle = RunHandle(
-                backend=self.name,
-                run_id=run_id,
-                name=agent_container_name(pair_id),
-                details={PAIR_DETAIL: pair_id, ENVIRONMENT_DETAIL: name},
-            )
-        created = container.get("Created")
-        return RunInfo(
-            run_id=run_id,
-            name=name,
-            state=state,
-            exit_code=int(exit_code) if state == "exited" and exit_code is not None else None,
-            image=str(container.get("Image", "")),
-            labels=run_labels,
-            created_at=(
-                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))
-                if isinstance(created, int)
-                else None
-            ),
-            handle=handle,
-        )
+        return list_runs(labels)
 
     # -- reaching a run --------------------------------------------------------------
 
@@ -551,22 +459,3 @@ class PodmanBackend(Backend):
 
 def _exists(name: str) -> bool:
     return run_podman(["container", "exists", name]).returncode == 0
-
-
-def _follow_output(name: str) -> None:
-    """Copy a detached container's output onto this process's, as it is written."""
-    try:
-        follower = subprocess.Popen(
-            [PODMAN, "logs", "--follow", name], stdin=subprocess.DEVNULL, start_new_session=True
-        )
-    except FileNotFoundError:
-        raise podman_missing() from None
-    with _lock:
-        _followers[name] = follower
-
-
-def _end_follower(name: str) -> None:
-    with _lock:
-        follower = _followers.pop(name, None)
-    if follower is not None:
-        end_process(follower, finish_within=5)

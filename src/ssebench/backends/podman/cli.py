@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from ssebench.extensions import UserError, cli_failure, run_cli
 
 PODMAN = "podman"
+# The backend's name (its entry point, RunHandle.backend).
+BACKEND_NAME = "podman"
 _GONE_MARKERS = ("no such container", "no such object", "no container with name or id")
 # What rootless Podman says when this user has no subordinate UIDs and GIDs (it then maps
 # one UID only, and an image with files of other owners cannot be stored or built).
