@@ -29,9 +29,9 @@ from ssebench.backends.docker.commands import (
 )
 from ssebench.cli.main import main
 from ssebench.cli.runs import run_to_json
-from ssebench.docker_cli import failure_reason
 from ssebench.errors import BackendError
 from ssebench.extensions import RUN_ID_LABEL, RunHandle
+from ssebench.host.docker_cli import failure_reason
 from tests.unit.test_docker_archive import tar_stream
 from tests.unit.test_images import FakeDocker, fake_docker_on_path
 

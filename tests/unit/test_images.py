@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from ssebench.docker_cli import run_docker
 from ssebench.errors import ImageUnavailableError, UserError
 from ssebench.extensions import ImageRequest
+from ssebench.host.docker_cli import run_docker
 from ssebench.images.builds import (
     build_argv,
     build_case_images,

@@ -7,7 +7,7 @@ ensure_layers (build what is not current, bottom first) and prepare_images, whic
 a run its images (pulls.py pulls the prebuilt ones, --prebuilt, and missing bases).
 
 The helpers that call the docker CLI (run_docker, failure_reason, ...) are in
-ssebench.docker_cli.
+ssebench.host.docker_cli.
 """
 
 from __future__ import annotations
@@ -23,15 +23,15 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from ssebench.docker_cli import (
+from ssebench.errors import ImageUnavailableError, UserError
+from ssebench.extensions import ImageBuilder, ImageLayer, ImageRequest, Images, prebuilt_images
+from ssebench.host.docker_cli import (
     DOCKER,
     docker_missing,
     failure_reason,
     raise_if_unreachable,
     run_docker,
 )
-from ssebench.errors import ImageUnavailableError, UserError
-from ssebench.extensions import ImageBuilder, ImageLayer, ImageRequest, Images, prebuilt_images
 from ssebench.host.scratch import scratch_folder
 from ssebench.images.layers import (
     BUILD_CA_VARIABLE,

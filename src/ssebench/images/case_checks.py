@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from ssebench.docker_cli import DOCKER, docker_missing
 from ssebench.errors import UserError
+from ssebench.host.docker_cli import DOCKER, docker_missing
 from ssebench.images.builds import build_case_images
 from ssebench.images.output import BuildOutput
 from ssebench.tasks.model import Task

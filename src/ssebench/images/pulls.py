@@ -11,9 +11,9 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 
-from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import ImageUnavailableError
 from ssebench.extensions import ImageLayer
+from ssebench.host.docker_cli import failure_reason, run_docker
 from ssebench.images.layers import Layer
 from ssebench.images.output import BuildOutput
 

@@ -21,9 +21,9 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import UserError
 from ssebench.extensions import ProxyEndpoint
+from ssebench.host.docker_cli import failure_reason, run_docker
 from ssebench.host.scratch import scratch_folder
 from ssebench.images.layers import add_build_ca
 

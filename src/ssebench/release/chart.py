@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 
 from ssebench import __version__
-from ssebench.docker_cli import run_docker
 from ssebench.errors import UserError
+from ssebench.host.docker_cli import run_docker
 from ssebench.host.scratch import scratch_folder
 from ssebench.images import publish
 from ssebench.images.builds import docker_image_builder

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ssebench import __version__
-from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import UserError
+from ssebench.host.docker_cli import failure_reason, run_docker
 from ssebench.host.scratch import scratch_folder
 from ssebench.images.layers import add_build_ca
 

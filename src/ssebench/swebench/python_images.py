@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Literal, TextIO
 
-from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import UserError
+from ssebench.host.docker_cli import failure_reason, run_docker
 from ssebench.images.output import BuildOutput
 from ssebench.images.pulls import pull_with_back_off
 from ssebench.swebench.environments import EnvironmentUnavailable

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import IO
 from urllib.parse import quote
 
-from ssebench import docker_cli
 from ssebench.backends.docker import engine
 from ssebench.backends.docker.commands import (
     container_ids,
@@ -32,7 +31,6 @@ from ssebench.backends.docker.names import (
     archive_volume_name,
     container_name,
 )
-from ssebench.docker_cli import DOCKER, failure_reason
 from ssebench.errors import BackendError
 from ssebench.extensions import (
     ARCHIVE_TARGET,
@@ -44,6 +42,8 @@ from ssebench.extensions import (
     RunSpec,
     end_process,
 )
+from ssebench.host import docker_cli
+from ssebench.host.docker_cli import DOCKER, failure_reason
 from ssebench.labels import ARCHIVE_OF
 from ssebench.results import safe_tar as safe_tar
 

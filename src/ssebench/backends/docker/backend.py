@@ -32,7 +32,6 @@ from ssebench.backends.docker.names import (
     agent_container_name,
     container_name,
 )
-from ssebench.docker_cli import DOCKER, docker_missing, failure_reason, run_docker
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
     DEADLINE_LABEL,
@@ -55,6 +54,7 @@ from ssebench.extensions import (
     environment_container,
     seconds_left,
 )
+from ssebench.host.docker_cli import DOCKER, docker_missing, failure_reason, run_docker
 from ssebench.host.lazy_modules import LazyModule
 
 if TYPE_CHECKING:

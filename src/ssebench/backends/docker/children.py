@@ -9,12 +9,12 @@ import contextlib
 import subprocess
 import threading
 
-from ssebench import docker_cli
 from ssebench.backends.docker import network
 from ssebench.backends.docker.commands import remove_container
-from ssebench.docker_cli import DOCKER
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import RunHandle, end_process
+from ssebench.host import docker_cli
+from ssebench.host.docker_cli import DOCKER
 
 # The `docker run` processes started by this process, by container name.
 _processes: dict[str, subprocess.Popen[bytes]] = {}

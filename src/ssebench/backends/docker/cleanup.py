@@ -30,7 +30,6 @@ from ssebench.backends.docker.names import (
     agent_container_name,
     container_name,
 )
-from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import BackendError
 from ssebench.extensions import (
     DEADLINE_LABEL,
@@ -44,6 +43,7 @@ from ssebench.extensions import (
     RunHandle,
     end_process,
 )
+from ssebench.host.docker_cli import failure_reason, run_docker
 from ssebench.host.processes import process_exists
 from ssebench.labels import ARCHIVE_OF
 

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ssebench.backends.docker import engine
-from ssebench.docker_cli import failure_reason, run_docker
+from ssebench.host.docker_cli import failure_reason, run_docker
 
 # Creating a container is quick; this bounds a daemon that hangs.
 CREATE_TIMEOUT_SECONDS = 300.0

@@ -17,7 +17,6 @@ from ssebench.backends.docker.names import (
     agent_container_name,
     container_name,
 )
-from ssebench.docker_cli import DOCKER
 from ssebench.errors import BackendError, UserError
 from ssebench.extensions import (
     DEADLINE_LABEL,
@@ -32,6 +31,7 @@ from ssebench.extensions import (
     SidecarPair,
     TaskResources,
 )
+from ssebench.host.docker_cli import DOCKER
 
 # The container enforces the run's timeout itself; past this margin a janitor may
 # treat a container whose runner died as abandoned.

@@ -103,7 +103,7 @@ def _as_inspected(entry: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _inspected_by_cli(labels: Mapping[str, str]) -> list[Mapping[str, Any]]:
-    from ssebench.docker_cli import failure_reason, run_docker
+    from ssebench.host.docker_cli import failure_reason, run_docker
 
     argv = ["ps", "--all", "--no-trunc", "--format", "{{.ID}}"]
     for key, value in labels.items():

@@ -8,10 +8,10 @@ import subprocess
 import threading
 from collections.abc import Iterator, Sequence
 
-from ssebench import docker_cli
 from ssebench.backends.docker.names import NAME
-from ssebench.docker_cli import DOCKER, raise_if_unreachable
 from ssebench.errors import BackendError
+from ssebench.host import docker_cli
+from ssebench.host.docker_cli import DOCKER, raise_if_unreachable
 
 
 def pair_logs(run_id: str, names: Sequence[str], follow: bool) -> Iterator[str]:

@@ -37,8 +37,8 @@ from urllib.parse import quote
 
 from ssebench.backends.docker import firewall
 from ssebench.backends.docker.commands import docker_call
-from ssebench.docker_cli import failure_reason, run_docker
 from ssebench.errors import BackendError
+from ssebench.host.docker_cli import failure_reason, run_docker
 from ssebench.labels import PAIR, abandoned_reason
 from ssebench.proxy.stack_service import PROJECT as PROXY_PROJECT
 from ssebench.proxy.stack_service import SERVICE as PROXY_SERVICE

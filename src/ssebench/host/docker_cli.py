@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Sequence
 
 from ssebench.errors import UserError
-from ssebench.extensions import cli_failure, run_cli
+from ssebench.host.container_cli import cli_failure, run_cli
 
 __all__ = [
     "DOCKER",
