@@ -4,6 +4,7 @@ keeps the run's environment off them, and how it maps docker's errors."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,6 +126,9 @@ def test_a_tasks_resources_are_its_limits_unless_the_user_set_them(
     asking = make_spec(tmp_path, resources=TaskResources(cpus=1.5, memory_mb=2048))
     assert limits(asking) == ("1.5", "2048m")
     assert limits(make_spec(tmp_path))[1] == "4g"
+    # More CPUs than the machine has would be refused by the engine: as many as it has.
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert limits(make_spec(tmp_path, resources=TaskResources(cpus=8)))[0] == "2"
     monkeypatch.setenv("SSEBENCH_DOCKER_CPUS", "3")
     monkeypatch.setenv("SSEBENCH_DOCKER_MEMORY", "6g")
     assert limits(asking) == ("3", "6g")

@@ -3,6 +3,7 @@ ulimits stay within this process's own, and what Podman would misread is refused
 
 from __future__ import annotations
 
+import os
 import resource
 
 import pytest
@@ -54,10 +55,13 @@ def test_hardening_drops_every_capability_but_the_entrypoint_s() -> None:
     assert "no-new-privileges" in argv and "--pids-limit" in argv and "--memory" in argv
 
 
-def test_a_tasks_resources_are_its_limits() -> None:
+def test_a_tasks_resources_are_its_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     argv = hardening_argv(TaskResources(cpus=1, memory_mb=512))
     assert argv[argv.index("--cpus") + 1] == "1" and argv[argv.index("--memory") + 1] == "512m"
     assert hardening_argv()[hardening_argv().index("--memory") + 1] == "4g"
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    argv = hardening_argv(TaskResources(cpus=8))
+    assert argv[argv.index("--cpus") + 1] == "2"  # no more than the machine has
 
 
 def test_mounts() -> None:

@@ -130,7 +130,7 @@ class ResourceLimits:
         task = task or TaskResources()
         cpus = (
             os.environ.get(CPUS_VARIABLE)
-            or (f"{task.cpus:g}" if task.cpus else None)
+            or (task_cpus(task.cpus, os.cpu_count()) if task.cpus else None)
             or default_cpus(os.cpu_count(), parallel_runs())
         )
         memory = (
@@ -152,6 +152,12 @@ class ResourceLimits:
             "--pids-limit",
             str(self.pids),
         ]
+
+
+def task_cpus(asked: float, cores: int | None) -> str:
+    """A task's CPUs as --cpus: no more than the machine has (the engine refuses a
+    container more CPUs than there are; entrypoint.log records what it got)."""
+    return f"{min(asked, float(cores or 1)):g}"
 
 
 def parallel_runs() -> int:

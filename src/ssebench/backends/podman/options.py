@@ -66,7 +66,9 @@ def hardening_argv(task: TaskResources | None = None) -> list[str]:
     argv = ["--cap-drop", "ALL"]
     for capability in TASK_CAPABILITIES:
         argv += ["--cap-add", capability]
-    cpus = f"{task.cpus:g}" if task.cpus else str(min(2, os.cpu_count() or 1))
+    # At most the machine's CPUs: Podman, like Docker, refuses more.
+    cores = os.cpu_count() or 1
+    cpus = f"{min(task.cpus, cores):g}" if task.cpus else str(min(2, cores))
     memory = f"{task.memory_mb}m" if task.memory_mb else MEMORY
     limits = ["--memory", memory, "--cpus", cpus, "--pids-limit", str(PIDS)]
     return [*argv, "--security-opt", "no-new-privileges", *limits, *ulimit_argv()]
