@@ -19,6 +19,7 @@ from ssebench.errors import BackendError, ImageUnavailableError, ResultsGoneErro
 
 # The container CLI helpers this interface offers backends (defined in host/, where the
 # host's own CLI plumbing also uses them).
+from ssebench.host.container_cli import ContainerCli as ContainerCli
 from ssebench.host.container_cli import cli_exec_argv as cli_exec_argv
 from ssebench.host.container_cli import cli_failure as cli_failure
 from ssebench.host.container_cli import end_process as end_process
@@ -53,6 +54,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "BuildContext",
+    "ContainerCli",
     "ContextSource",
     "Egress",
     "ImageBuilder",

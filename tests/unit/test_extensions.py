@@ -125,6 +125,7 @@ def test_all_names_every_public_definition() -> None:
         for alias in node.names
     }
     assert helpers == {
+        "ContainerCli",
         "cli_exec_argv",
         "cli_failure",
         "end_process",
@@ -270,3 +271,25 @@ def test_seconds_left_counts_from_the_start_and_keeps_its_floor() -> None:
     assert extensions.seconds_left(2.0, started) == 0.0
     assert extensions.seconds_left(2.0, started, at_least=1.0) == 1.0
     assert extensions.seconds_left(None, started, at_least=1.0) is None
+
+
+def test_a_container_cli_says_its_own_failures_and_leaves_the_others() -> None:
+    said: list[str] = []
+
+    def check_failure(stderr: str) -> None:
+        said.append(stderr)
+        if "daemon" in stderr:
+            raise UserError("the daemon cannot be reached")
+
+    cli = extensions.ContainerCli(sys.executable, lambda: UserError("not installed"), check_failure)
+    assert cli.run(["-c", "print('ok')"]).stdout == "ok\n" and said == []
+    failed = cli.run(["-c", "import sys; sys.exit('no such container')"])
+    assert failed.returncode == 1 and said == ["no such container\n"]
+    assert extensions.cli_failure(failed) == "no such container"
+    with pytest.raises(UserError, match="cannot be reached"):
+        cli.run(["-c", "import sys; sys.exit('cannot reach the daemon')"])
+    missing = extensions.ContainerCli(
+        "/nonexistent/cli", lambda: UserError("not installed"), said.append
+    )
+    with pytest.raises(UserError, match="not installed"):
+        missing.run(["ps"])

@@ -1,6 +1,7 @@
 """Helpers for a backend on a container CLI that speaks docker's commands (docker,
-podman): run a command with its output captured, its failure in one line, an exec
-command line, waiting for a foreground `run` to create its container, ending a process.
+podman): ContainerCli (run a command with its output captured, and the CLI's own
+failures as one clear error), its failure in one line, an exec command line, waiting
+for a foreground `run` to create its container, ending a process.
 
 Public through ssebench.extensions, which offers them to backends (an outside backend
 imports them from there); here because the host's own CLI plumbing (host/docker_cli.py)
@@ -14,6 +15,7 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +172,35 @@ def cli_failure(completed: subprocess.CompletedProcess[str]) -> str:
         program = Path(str(completed.args[0])).name if completed.args else "the command"
         return f"{program} exited with status {completed.returncode}"
     return lines[-1].removeprefix("Error: ").removeprefix("Error response from daemon: ")
+
+
+@dataclass(frozen=True)
+class ContainerCli:
+    """A container CLI (docker, podman) as a backend runs it: `run(args)` is run_cli of
+    `program args`, raising missing() when the program is not installed and, for a
+    failed command, whatever check_failure raises for its stderr (the CLI's own trouble:
+    a daemon that cannot be reached, rootless Podman that cannot work); every other
+    failure is the caller's to read (cli_failure gives its one line)."""
+
+    program: str
+    missing: Callable[[], Exception]
+    check_failure: Callable[[str], None]
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        pass_fds: Sequence[int] = (),
+    ) -> subprocess.CompletedProcess[str]:
+        completed = run_cli(
+            [self.program, *args],
+            missing=self.missing,
+            timeout=timeout,
+            env=env,
+            pass_fds=pass_fds,
+        )
+        if completed.returncode != 0:
+            self.check_failure(completed.stderr)
+        return completed

@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Sequence
 
 from ssebench.errors import UserError
-from ssebench.host.container_cli import cli_failure, run_cli
+from ssebench.host.container_cli import ContainerCli, cli_failure
 
 __all__ = [
     "DOCKER",
@@ -64,10 +64,10 @@ def run_docker(
     Raises UserError when docker is missing or its daemon unreachable; every other
     failure is the caller's to interpret (failure_reason gives its one-line reason).
     """
-    completed = run_cli([DOCKER, *args], missing=docker_missing, timeout=timeout, pass_fds=pass_fds)
-    if completed.returncode != 0:
-        raise_if_unreachable(completed.stderr)
-    return completed
+    return DOCKER_CLI.run(args, timeout=timeout, pass_fds=pass_fds)
+
+
+DOCKER_CLI = ContainerCli(DOCKER, docker_missing, raise_if_unreachable)
 
 
 def failure_reason(completed: subprocess.CompletedProcess[str]) -> str:

@@ -7,7 +7,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 
-from ssebench.extensions import UserError, cli_failure, run_cli
+from ssebench.extensions import ContainerCli, UserError, cli_failure
 
 PODMAN = "podman"
 # The backend's name (its entry point, RunHandle.backend).
@@ -65,10 +65,10 @@ def run_podman(
 ) -> subprocess.CompletedProcess[str]:
     """`podman ARGS` with its output captured, whatever its status. Raises UserError
     when podman is missing, or when rootless Podman cannot work for this user."""
-    completed = run_cli([PODMAN, *args], missing=podman_missing, timeout=timeout, env=env)
-    if completed.returncode != 0:
-        raise_if_rootless_unusable(completed.stderr)
-    return completed
+    return PODMAN_CLI.run(args, timeout=timeout, env=env)
+
+
+PODMAN_CLI = ContainerCli(PODMAN, podman_missing, raise_if_rootless_unusable)
 
 
 def failure_reason(completed: subprocess.CompletedProcess[str]) -> str:
