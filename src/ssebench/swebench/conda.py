@@ -53,10 +53,11 @@ def conda_names() -> dict[str, dict[str, Any]]:
     import yaml
 
     data = yaml.safe_load(CONDA_PACKAGES_FILE.read_text(encoding="utf-8"))
-    return {_normal(name): entry for name, entry in data.items()}
+    return {normalized_name(name): entry for name, entry in data.items()}
 
 
-def _normal(name: str) -> str:
+def normalized_name(name: str) -> str:
+    """A project's name as pip compares names (and conda_packages.yaml is keyed)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -121,7 +122,7 @@ def translate(text: str, source: str) -> CondaTranslation:
             problems.append(f"{dependency!r} (not a conda package spec ssebench reads)")
             continue
         name = match.group("name")
-        entry = conda_names().get(_normal(name), {})
+        entry = conda_names().get(normalized_name(name), {})
         if "unavailable" in entry:
             problems.append(f"{name} ({entry['unavailable']})")
         elif "left_out" in entry:

@@ -36,7 +36,7 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssebench.swebench.conda import CondaUntranslatable, translate
+from ssebench.swebench.conda import CondaUntranslatable, normalized_name, translate
 from ssebench.swebench.instances import Instance
 from ssebench.swebench.specs import Spec
 
@@ -132,7 +132,7 @@ def split_pre_install(lines: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[st
 
 def requirement_name(line: str) -> str:
     """The project a requirement line names, normalized as pip compares names."""
-    return re.sub(r"[-_.]+", "-", re.split(_NAME_END, line.strip(), maxsplit=1)[0]).lower()
+    return normalized_name(re.split(_NAME_END, line.strip(), maxsplit=1)[0])
 
 
 def requirement_lines(text: str) -> list[str]:
